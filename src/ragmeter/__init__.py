@@ -1,0 +1,42 @@
+"""ragmeter: evaluate retrieval-augmented generation systems.
+
+The public API: ``evaluate`` runs an evaluation, ``EvalConfig``/``load_config`` configure it,
+``load_dataset`` reads cases, and the models describe cases, responses and scores.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Case", "EvalConfig", "Response", "RunStore", "Score", "__version__", "evaluate",
+    "load_config", "load_dataset",
+]
+
+_LAZY = {
+    "Case": "ragmeter.models",
+    "Response": "ragmeter.models",
+    "Score": "ragmeter.models",
+    "EvalConfig": "ragmeter.config",
+    "load_config": "ragmeter.config",
+    "load_dataset": "ragmeter.datasets",
+    "evaluate": "ragmeter.runner.engine",
+    "RunStore": "ragmeter.store.sqlite",
+}
+
+if TYPE_CHECKING:
+    from ragmeter.config import EvalConfig, load_config
+    from ragmeter.datasets import load_dataset
+    from ragmeter.models import Case, Response, Score
+    from ragmeter.runner.engine import evaluate
+    from ragmeter.store.sqlite import RunStore
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'ragmeter' has no attribute {name!r}")

@@ -1,0 +1,296 @@
+"""The ``ragmeter`` command line: thin commands over the public API."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from ragmeter import __version__
+from ragmeter.config import ConfigError, EvalConfig, load_config
+from ragmeter.datasets import DatasetError, validate_dataset
+from ragmeter.models import Case, RunRecord
+from ragmeter.registry import UnknownNameError
+from ragmeter.reports.console import print_run
+from ragmeter.store.sqlite import RunNotFoundError, RunStore
+from ragmeter.targets import TargetError, parse_target_spec
+
+console = Console()
+errors = Console(stderr=True)
+
+EXIT_BAD_INPUT = 2
+EXIT_TARGET_DOWN = 3
+EXIT_INTERRUPTED = 130
+
+
+def _pairs(values: tuple[str, ...], option: str, separator: str = "=") -> dict[str, str]:
+    pairs: dict[str, str] = {}
+    for value in values:
+        key, found, rest = value.partition(separator)
+        if not found or not key.strip():
+            raise click.BadParameter(f"expected KEY{separator}VALUE, got {value!r}", param_hint=option)
+        pairs[key.strip()] = rest.strip()
+    return pairs
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="ragmeter")
+def main() -> None:
+    """Evaluate retrieval-augmented generation systems."""
+
+
+@main.command("eval")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False), help="YAML config file.")
+@click.option("--dataset", "-d", "datasets", multiple=True,
+              help="Dataset: 'demo', a .jsonl/.yaml/.csv file or a label folder (repeatable).")
+@click.option("--target", "-t", "target_spec",
+              help="'reference', http(s)://HOST:PORT, 'replay:FILE.jsonl' or 'module:function'.")
+@click.option("--corpus", type=click.Path(file_okay=False), help="Corpus folder for the reference target.")
+@click.option("--top-k", type=int, help="Chunks to retrieve per question.")
+@click.option("--header", "headers", multiple=True, help="HTTP header 'Name: value' (use ${ENV} for secrets).")
+@click.option("--field-map", "field_map", multiple=True, help="FIELD=SOURCE_PATH for foreign JSONL/CSV.")
+@click.option("--metrics", help="Comma-separated metric families (see 'ragmeter metrics').")
+@click.option("--samples", type=int, help="Evaluate a seeded random sample of N cases.")
+@click.option("--seed", type=int, help="Seed for sampling and bootstrap intervals.")
+@click.option("--concurrency", type=int, help="Cases in flight at once.")
+@click.option("--timeout", "timeout_s", type=float, help="Per-case timeout in seconds.")
+@click.option("--name", help="Run name.")
+@click.option("--store", help="SQLite run store (default .ragmeter/runs.db).")
+@click.option("--output-dir", help="Folder for run JSON files (default .ragmeter/runs).")
+@click.option("--resume", help="Finish an interrupted run by its id.")
+@click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
+def eval_command(config_file: str | None, datasets: tuple[str, ...], target_spec: str | None,
+                 corpus: str | None, top_k: int | None, headers: tuple[str, ...],
+                 field_map: tuple[str, ...], metrics: str | None, samples: int | None,
+                 seed: int | None, concurrency: int | None, timeout_s: float | None,
+                 name: str | None, store: str | None, output_dir: str | None,
+                 resume: str | None, no_progress: bool) -> None:
+    """Ask every case, score, store the run and print the scorecard.
+
+    With no options: the bundled demo dataset against the built-in reference pipeline, offline.
+    """
+    overrides: dict[str, Any] = {}
+    target: dict[str, Any] = {}
+    try:
+        if target_spec:
+            target.update(parse_target_spec(target_spec))
+        if headers:
+            target["headers"] = _pairs(headers, "--header", ":")
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--target") from exc
+    for key, value in (("corpus", corpus), ("top_k", top_k), ("timeout_s", timeout_s)):
+        if value is not None:
+            target[key] = value
+    if target:
+        overrides["target"] = target
+    for key, value in (("name", name), ("samples", samples), ("seed", seed),
+                       ("concurrency", concurrency), ("store", store), ("output_dir", output_dir)):
+        if value is not None:
+            overrides[key] = value
+    if datasets:
+        overrides["datasets"] = list(datasets)
+    if field_map:
+        overrides["field_map"] = _pairs(field_map, "--field-map")
+    if metrics:
+        overrides["metrics"] = [m.strip() for m in metrics.split(",") if m.strip()]
+    if timeout_s is not None:
+        overrides["case_timeout_s"] = max(timeout_s * 3, timeout_s + 1)
+    if no_progress:
+        overrides["progress"] = False
+    try:
+        config = load_config(config_file, overrides)
+    except ConfigError as exc:
+        errors.print(f"[red]error:[/red] {exc}")
+        sys.exit(EXIT_BAD_INPUT)
+    _run_eval(config, resume)
+
+
+def _run_eval(config: EvalConfig, resume: str | None) -> None:
+    from ragmeter.runner.engine import RunInterruptedError, run_evaluation_async
+
+    progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                        TimeRemainingColumn(), console=console, disable=not config.progress,
+                        transient=False)
+    task_id = progress.add_task("asking", total=None)
+
+    def on_start(record: RunRecord, pending: int) -> None:
+        progress.update(task_id, description=f"run {record.id}", total=pending)
+
+    def on_progress(done: int, total: int) -> None:
+        progress.update(task_id, completed=done)
+
+    try:
+        with progress:
+            outcome = asyncio.run(run_evaluation_async(config, resume=resume, on_start=on_start,
+                                                       on_progress=on_progress))
+    except DatasetError as exc:
+        errors.print(f"[red]error:[/red] {exc}", markup=False, highlight=False)
+        sys.exit(EXIT_BAD_INPUT)
+    except (UnknownNameError, ConfigError, RunNotFoundError, ValueError) as exc:
+        errors.print(f"[red]error:[/red] {exc}", highlight=False)
+        sys.exit(EXIT_BAD_INPUT)
+    except TargetError as exc:
+        errors.print(f"[red]error:[/red] target not ready ({exc.error_type}): {exc.message}")
+        sys.exit(EXIT_TARGET_DOWN)
+    except RunInterruptedError as exc:
+        errors.print(f"[yellow]{exc}[/yellow]")
+        sys.exit(EXIT_INTERRUPTED)
+    print_run(outcome.record, console)
+    console.print(f"stored in {config.store} · run file {outcome.run_file}")
+
+
+@main.command("runs")
+@click.option("--store", default=".ragmeter/runs.db", show_default=True)
+@click.option("--limit", default=50, show_default=True)
+def runs_command(store: str, limit: int) -> None:
+    """List stored runs, newest first."""
+    from rich.table import Table
+
+    table = Table("id", "name", "status", "created", "datasets", "questions", "errors")
+    for record in RunStore(store).list_runs(limit):
+        table.add_row(record.id, record.name, record.status, record.created_at,
+                      ", ".join(record.datasets), str(record.question_count), str(record.error_count))
+    console.print(table)
+
+
+def _open_run(store: str, run_id: str) -> tuple[RunStore, RunRecord]:
+    run_store = RunStore(store)
+    try:
+        return run_store, run_store.get_run(run_id)
+    except RunNotFoundError as exc:
+        errors.print(f"[red]error:[/red] {exc} ({store})")
+        sys.exit(EXIT_BAD_INPUT)
+
+
+@main.command("show")
+@click.argument("run_id")
+@click.option("--store", default=".ragmeter/runs.db", show_default=True)
+@click.option("--cases", "show_cases", is_flag=True, help="Also list every case's outcome.")
+@click.option("--json", "as_json", is_flag=True, help="Print the run as JSON.")
+def show_command(run_id: str, store: str, show_cases: bool, as_json: bool) -> None:
+    """Print one run's scorecard (a unique id prefix is enough)."""
+    from ragmeter.reports.json_report import run_document
+
+    run_store, record = _open_run(store, run_id)
+    if as_json:
+        document = run_document(record, run_store.get_results(record.id), run_store.get_scores(record.id))
+        click.echo(json.dumps(document, indent=2))
+        return
+    print_run(record, console)
+    if show_cases:
+        from rich.table import Table
+
+        table = Table("case", "status", "error", "latency ms")
+        for result in run_store.get_results(record.id):
+            table.add_row(result.case_id, result.status,
+                          f"{result.error_type}: {result.error_message}" if result.error_type else "",
+                          f"{result.latency_ms:.1f}" if result.latency_ms is not None else "-")
+        console.print(table)
+
+
+@main.command("export")
+@click.argument("run_id")
+@click.option("--store", default=".ragmeter/runs.db", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["responses", "json"]), default="responses",
+              show_default=True, help="'responses': a JSONL replayable with --target replay:FILE.")
+@click.option("--output", "-o", required=True, type=click.Path(dir_okay=False))
+def export_command(run_id: str, store: str, fmt: str, output: str) -> None:
+    """Export a stored run: its responses as replayable JSONL, or the run file."""
+    from ragmeter.reports.json_report import run_document
+
+    run_store, record = _open_run(store, run_id)
+    results = run_store.get_results(record.id)
+    path = Path(output)
+    if fmt == "json":
+        document = run_document(record, results, run_store.get_scores(record.id))
+        path.write_text(json.dumps(document, indent=2), encoding="utf-8")
+    else:
+        with path.open("w", encoding="utf-8") as handle:
+            for result in results:
+                line: dict[str, Any] = {"case_id": result.case_id}
+                if result.response is not None:
+                    line["response"] = result.response.model_dump(mode="json", exclude={"raw"})
+                else:
+                    line["error_type"] = result.error_type
+                    line["error_message"] = result.error_message
+                handle.write(json.dumps(line) + "\n")
+    console.print(f"wrote {path} ({len(results)} cases)")
+
+
+@main.group("datasets")
+def datasets_group() -> None:
+    """Validate datasets and print their schema."""
+
+
+@datasets_group.command("validate")
+@click.argument("path")
+@click.option("--field-map", "field_map", multiple=True, help="FIELD=SOURCE_PATH for foreign JSONL/CSV.")
+def validate_command(path: str, field_map: tuple[str, ...]) -> None:
+    """Report every problem in a dataset as file:line + field; exit 1 if there is any."""
+    problems = validate_dataset(path, _pairs(field_map, "--field-map") or None)
+    for problem in problems:
+        click.echo(str(problem))
+    if problems:
+        click.echo(f"{len(problems)} problem(s)", err=True)
+        sys.exit(1)
+    from ragmeter.datasets import load_dataset
+
+    count = len(load_dataset(path, _pairs(field_map, "--field-map") or None))
+    click.echo(f"ok: {count} cases")
+
+
+@datasets_group.command("schema")
+def schema_command() -> None:
+    """Print the JSON Schema of a case."""
+    click.echo(json.dumps(Case.model_json_schema(by_alias=False), indent=2))
+
+
+@main.command("metrics")
+def metrics_command() -> None:
+    """List the metric families and the metrics each produces."""
+    from rich.table import Table
+
+    from ragmeter.metrics.base import MetricSettings
+    from ragmeter.registry import registry
+
+    table = Table("family", "metric", "group", "better", "needs", "description")
+    for family in registry.names("metrics"):
+        for metric in registry.get("metrics", family)(MetricSettings()):
+            table.add_row(family, metric.name, metric.group,
+                          "higher" if metric.higher_is_better else "lower",
+                          ", ".join(metric.requires), metric.description)
+    console.print(table)
+
+
+@main.command("reference-server")
+@click.option("--corpus", type=click.Path(file_okay=False), help="Markdown corpus (default: the demo).")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8000, show_default=True)
+@click.option("--top-k", default=5, show_default=True)
+def reference_server_command(corpus: str | None, host: str, port: int, top_k: int) -> None:
+    """Serve the built-in reference RAG pipeline over HTTP (POST /query, GET /health, GET /models/info)."""
+    from ragmeter.demo import DEMO_CORPUS
+    from ragmeter.targets.reference.pipeline import PipelineSettings, ReferencePipeline
+    from ragmeter.targets.reference.server import make_server
+
+    pipeline = ReferencePipeline.from_corpus(Path(corpus) if corpus else DEMO_CORPUS,
+                                             PipelineSettings(top_k=top_k))
+    server = make_server(pipeline, host, port)
+    click.echo(f"reference server on http://{host}:{server.server_address[1]} "
+               f"({len(pipeline.chunks)} chunks)", err=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+
+
+if __name__ == "__main__":
+    main()

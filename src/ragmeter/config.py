@@ -1,0 +1,155 @@
+"""EvalConfig: defaults < YAML file < RAGMETER_* environment < CLI flags.
+
+The resolved config is saved with every run, with secrets redacted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+REDACTED = "***REDACTED***"
+_SECRET_KEY = re.compile(
+    r"(api[_-]?key|secret|(^|[_-])(access_|auth_|bearer_)?token$|password|passwd|authorization"
+    r"|^auth$|cookie|credential)",
+    re.I,
+)
+_ENV_REFERENCE = re.compile(r"\$\{\w+\}")
+_SECRET_VALUE = re.compile(r"^(sk-[A-Za-z0-9_\-]{8,}|Bearer\s+\S+|Basic\s+\S+)")
+
+
+class ConfigError(ValueError):
+    pass
+
+
+class TargetConfig(BaseModel):
+    """Where the system under test lives and how to talk to it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: str = "reference"
+    url: str | None = None
+    path: str | None = None
+    callable: str | None = None
+    corpus: str | None = None
+    top_k: int = Field(default=5, ge=1)
+    headers: dict[str, str] = Field(default_factory=dict)
+    request_template: dict[str, Any] | None = None
+    response_mapping: dict[str, str] = Field(default_factory=dict)
+    query_path: str = "/query"
+    health_path: str | None = "/health"
+    info_path: str | None = "/models/info"
+    timeout_s: float = Field(default=30.0, gt=0)
+    max_retries: int = Field(default=2, ge=0)
+    backoff_s: float = Field(default=0.2, ge=0)
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+class EvalConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str | None = None
+    datasets: list[str] = Field(default_factory=lambda: ["demo"])
+    field_map: dict[str, str] = Field(default_factory=dict)
+    target: TargetConfig = Field(default_factory=TargetConfig)
+    metrics: list[str] = Field(
+        default_factory=lambda: ["retrieval", "lexical", "abstention", "performance"]
+    )
+    ks: list[int] = Field(default_factory=lambda: [1, 3, 5, 10])
+    abstention_phrases: list[str] = Field(default_factory=list)
+    concurrency: int = Field(default=8, ge=1)
+    case_timeout_s: float = Field(default=60.0, gt=0)
+    samples: int | None = Field(default=None, ge=1)
+    seed: int = 0
+    bootstrap_resamples: int = Field(default=1000, ge=0)
+    store: str = ".ragmeter/runs.db"
+    output_dir: str = ".ragmeter/runs"
+    progress: bool = True
+
+
+_ENV_FIELDS: dict[str, tuple[str, ...]] = {
+    "RAGMETER_STORE": ("store",),
+    "RAGMETER_OUTPUT_DIR": ("output_dir",),
+    "RAGMETER_CONCURRENCY": ("concurrency",),
+    "RAGMETER_CASE_TIMEOUT_S": ("case_timeout_s",),
+    "RAGMETER_SEED": ("seed",),
+    "RAGMETER_SAMPLES": ("samples",),
+    "RAGMETER_TARGET_URL": ("target", "url"),
+    "RAGMETER_TARGET_TIMEOUT_S": ("target", "timeout_s"),
+}
+
+
+def _deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _set_path(data: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
+    for key in path[:-1]:
+        data = data.setdefault(key, {})
+    data[path[-1]] = value
+
+
+def load_config(
+    yaml_path: str | Path | None = None,
+    overrides: dict[str, Any] | None = None,
+    environ: dict[str, str] | None = None,
+) -> EvalConfig:
+    """Resolve the config from its four layers; errors name the file and field."""
+    data: dict[str, Any] = {}
+    source = "defaults"
+    if yaml_path is not None:
+        source = str(yaml_path)
+        try:
+            loaded = yaml.safe_load(Path(yaml_path).read_text(encoding="utf-8")) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            raise ConfigError(f"{yaml_path}: cannot read config: {exc}") from exc
+        if not isinstance(loaded, dict):
+            raise ConfigError(f"{yaml_path}: a config file must hold a mapping")
+        data = loaded
+    env = os.environ if environ is None else environ
+    for variable, path in _ENV_FIELDS.items():
+        if variable in env:
+            _set_path(data, path, env[variable])
+    data = _deep_merge(data, overrides or {})
+    try:
+        return EvalConfig.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
+        )
+        raise ConfigError(f"{source}: invalid config: {problems}") from exc
+
+
+def _only_env_references(value: str) -> bool:
+    """True for values like ``${API_KEY}`` or ``Bearer ${TOKEN}``: names, not secrets."""
+    rest = _ENV_REFERENCE.sub("", value)
+    return rest != value and rest.strip().lower() in ("", "bearer", "basic", "token")
+
+
+def redact(value: Any, key: str = "") -> Any:
+    """A copy of ``value`` with secrets (by key name or by value shape) replaced."""
+    if isinstance(value, dict):
+        return {k: redact(v, str(k)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact(v, key) for v in value]
+    if isinstance(value, str) and not _only_env_references(value):
+        if (key and _SECRET_KEY.search(key)) or _SECRET_VALUE.match(value):
+            return REDACTED
+    return value
+
+
+def config_snapshot(config: EvalConfig) -> dict[str, Any]:
+    snapshot: dict[str, Any] = redact(json.loads(config.model_dump_json()))
+    return snapshot

@@ -1,0 +1,74 @@
+"""Load and validate datasets; every problem names file:line and field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ragmeter.datasets.problems import DatasetError, Problem
+from ragmeter.demo import DEMO_CASES
+from ragmeter.models import Case
+from ragmeter.registry import registry
+
+__all__ = ["DatasetError", "Problem", "load_dataset", "load_datasets", "resolve_dataset_path",
+           "validate_dataset"]
+
+
+def resolve_dataset_path(spec: str) -> Path:
+    return DEMO_CASES if spec == "demo" else Path(spec)
+
+
+def load_dataset(spec: str, field_map: dict[str, str] | None = None) -> list[Case]:
+    """Cases from ``demo``, a JSONL/YAML file, a seed-003 label folder, or a mapped JSONL/CSV."""
+    path = resolve_dataset_path(spec)
+    if not path.exists():
+        raise DatasetError([Problem(spec, None, None, "no such file or folder")])
+    if path.is_dir():
+        cases: list[Case] = registry.get("loaders", "labels")(path)
+    elif field_map or path.suffix.lower() == ".csv":
+        if not field_map:
+            raise DatasetError([Problem(str(path), None, None,
+                                        "a CSV dataset needs a field map (--field-map question=COLUMN ...)")])
+        cases = registry.get("loaders", "mapped")(path, field_map)
+    elif path.suffix.lower() in (".yaml", ".yml"):
+        cases = registry.get("loaders", "yaml")(path)
+    elif path.suffix.lower() in (".jsonl", ".ndjson"):
+        cases = registry.get("loaders", "jsonl")(path)
+    else:
+        raise DatasetError([Problem(str(path), None, None,
+                                    "unknown dataset format (use .jsonl, .yaml, .csv or a folder)")])
+    if spec == "demo":
+        for case in cases:
+            case.dataset = "demo"
+    return cases
+
+
+def load_datasets(specs: list[str], field_map: dict[str, str] | None = None) -> list[Case]:
+    """All cases of several datasets; collects every dataset's problems before raising."""
+    problems: list[Problem] = []
+    cases: list[Case] = []
+    seen: dict[str, str] = {}
+    for spec in specs:
+        try:
+            loaded = load_dataset(spec, field_map)
+        except DatasetError as exc:
+            problems.extend(exc.problems)
+            continue
+        for case in loaded:
+            if case.case_id in seen:
+                problems.append(Problem(spec, None, "case_id",
+                                        f"case_id also used in dataset {seen[case.case_id]}",
+                                        case.case_id))
+                continue
+            seen[case.case_id] = spec
+            cases.append(case)
+    if problems:
+        raise DatasetError(problems)
+    return cases
+
+
+def validate_dataset(spec: str, field_map: dict[str, str] | None = None) -> list[Problem]:
+    try:
+        load_dataset(spec, field_map)
+    except DatasetError as exc:
+        return exc.problems
+    return []

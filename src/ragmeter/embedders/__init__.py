@@ -1,0 +1,1 @@
+"""Embedders (see the offline-metrics issue)."""

@@ -1,0 +1,1 @@
+"""LLM judges (see the judges issue)."""

@@ -1,0 +1,116 @@
+"""The metric contract.
+
+A metric is a small declaration: name, group, direction, how its per-case values aggregate, the
+inputs it needs, and a pure function of (case, response). ``score_case`` turns that into a
+Score: ``ok`` with a value, ``skipped`` naming the missing input, or ``failed`` with the error.
+Never a silent NaN, never a silent 0.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ragmeter.models import Case, CaseResult, Response, Score
+
+MetricOutput = float | tuple[float, dict[str, Any]]
+ComputeFn = Callable[[Case, Response], MetricOutput]
+
+GROUPS = (
+    "retrieval", "generation", "lexical", "semantic", "grounding", "citation", "abstention",
+    "context_quality", "safety", "pipeline", "performance",
+)
+
+
+def _has_reference(case: Case, _: Response | None) -> bool:
+    return bool(case.reference_answer and case.reference_answer.strip())
+
+
+def _has_gold(case: Case, _: Response | None) -> bool:
+    return bool(case.gold_passages or case.required_support_groups)
+
+
+def _reports_retrieval(_: Case, response: Response | None) -> bool:
+    return response is not None and "retrieved" in response.model_fields_set
+
+
+def _reports_cost(_: Case, response: Response | None) -> bool:
+    return response is not None and response.usage is not None and response.usage.cost_usd is not None
+
+
+def _is_answerable(case: Case, _: Response | None) -> bool:
+    return case.answerable
+
+
+def _is_unanswerable(case: Case, _: Response | None) -> bool:
+    return not case.answerable
+
+
+# input name -> (check, reason given when it does not hold)
+INPUTS: dict[str, tuple[Callable[[Case, Response | None], bool], str]] = {
+    "reference_answer": (_has_reference, "case has no reference answer"),
+    "gold_passages": (_has_gold, "case has no gold passages"),
+    "retrieved": (_reports_retrieval, "target did not report retrieved chunks"),
+    "cost": (_reports_cost, "target did not report a cost"),
+    "answerable": (_is_answerable, "applies to answerable cases only"),
+    "unanswerable": (_is_unanswerable, "applies to unanswerable cases only"),
+}
+
+
+@dataclass(frozen=True)
+class MetricSettings:
+    """Parameters shared by the metric families (cutoffs, phrase lists, ...)."""
+
+    ks: tuple[int, ...] = (1, 3, 5, 10)
+    abstention_phrases: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    group: str
+    compute: Callable[[Case, Response], MetricOutput] | None
+    requires: tuple[str, ...] = ()
+    higher_is_better: bool = True
+    aggregation: str = "mean"
+    unit: str | None = None
+    description: str = ""
+    on_result: Callable[[Case, CaseResult], MetricOutput] | None = field(default=None)
+
+    def __post_init__(self) -> None:
+        unknown = [name for name in self.requires if name not in INPUTS]
+        if unknown:
+            raise ValueError(f"metric {self.name}: unknown inputs {unknown}; known: {sorted(INPUTS)}")
+        if (self.compute is None) == (self.on_result is None):
+            raise ValueError(f"metric {self.name}: give exactly one of compute and on_result")
+
+
+MetricFamily = Callable[[MetricSettings], list[Metric]]
+
+
+def score_case(metric: Metric, case: Case, result: CaseResult) -> Score:
+    """Apply one metric to one case's result, keeping skips and failures apart from values."""
+    try:
+        if metric.on_result is not None:
+            output = metric.on_result(case, result)
+        else:
+            if result.status != "ok" or result.response is None:
+                return Score(case_id=case.case_id, metric=metric.name, value=None, status="failed",
+                             reason=f"target error: {result.error_type}")
+            for name in metric.requires:
+                check, reason = INPUTS[name]
+                if not check(case, result.response):
+                    return Score(case_id=case.case_id, metric=metric.name, value=None,
+                                 status="skipped", reason=reason)
+            assert metric.compute is not None
+            output = metric.compute(case, result.response)
+    except Exception as exc:  # a metric bug must not stop the run; it is recorded
+        return Score(case_id=case.case_id, metric=metric.name, value=None, status="failed",
+                     reason=f"{type(exc).__name__}: {exc}")
+    value, details = output if isinstance(output, tuple) else (output, {})
+    if value is None or not math.isfinite(float(value)):
+        return Score(case_id=case.case_id, metric=metric.name, value=None, status="failed",
+                     reason=f"metric returned a non-finite value ({value!r})", details=details)
+    return Score(case_id=case.case_id, metric=metric.name, value=float(value), details=details)

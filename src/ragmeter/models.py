@@ -1,0 +1,272 @@
+"""Pydantic models shared by every stage: cases, responses, scores and run records.
+
+The schema is versioned (``SCHEMA_VERSION``); the version is written into every run record and
+run file so that a later ragmeter can read an older run.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    computed_field,
+    field_validator,
+    model_validator,
+)
+
+SCHEMA_VERSION = "1"
+
+HEADING_DELIMITER = " > "
+
+RecencyRule = Literal["cite_newer", "acknowledge_both", "cite_both"]
+Outcome = Literal["success", "blocked", "no_results", "uncertain"]
+ScoreStatus = Literal["ok", "skipped", "failed"]
+CaseStatus = Literal["ok", "error"]
+
+
+def normalize_heading_path(value: str | list[str] | None) -> str | None:
+    """Canonical heading path: parts stripped, inner spaces folded, joined with `` > ``."""
+    if value is None:
+        return None
+    parts = value if isinstance(value, list) else value.replace("/", ">").split(">")
+    cleaned = [" ".join(str(part).split()) for part in parts]
+    return HEADING_DELIMITER.join(part for part in cleaned if part) or None
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class GoldPassage(_Model):
+    """A passage that supports the answer, identified by ids and/or a rel_path + heading anchor."""
+
+    doc_id: str | None = None
+    chunk_id: str | None = None
+    rel_path: str | None = None
+    heading_path: str | None = None
+    snippets: list[str] = Field(default_factory=list)
+    grade: int = Field(default=1, ge=0, le=3, validation_alias=AliasChoices("grade", "relevance"))
+
+    _normalize_heading = field_validator("heading_path", mode="before")(
+        lambda cls, v: normalize_heading_path(v)
+    )
+
+    @model_validator(mode="after")
+    def _needs_an_identifier(self) -> GoldPassage:
+        if not (self.doc_id or self.chunk_id or self.rel_path):
+            raise ValueError("a gold passage needs at least one of doc_id, chunk_id, rel_path")
+        return self
+
+
+class SupportGroup(_Model):
+    """One piece of evidence a multi-hop answer needs; any passage in the group satisfies it."""
+
+    name: str | None = None
+    passages: list[GoldPassage] = Field(min_length=1)
+
+
+class GoldFact(_Model):
+    fact: str
+    aliases: list[str] = Field(default_factory=list)
+
+
+class NumericExpectation(_Model):
+    value: float
+    tolerance: float = Field(default=0.0, ge=0)
+    relative: bool = False
+    unit: str | None = None
+
+
+class Case(_Model):
+    """One evaluation question with every label the perspectives use."""
+
+    case_id: str = Field(min_length=1, validation_alias=AliasChoices("case_id", "id"))
+    question: str = Field(min_length=1, validation_alias=AliasChoices("question", "query"))
+    reference_answer: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices(
+            "reference_answer", "expected_output", "ground_truth", "expected_answer"
+        ),
+    )
+    answerable: bool = True
+    gold_passages: list[GoldPassage] = Field(
+        default_factory=list, validation_alias=AliasChoices("gold_passages", "gold_supports")
+    )
+    required_support_groups: list[SupportGroup] = Field(default_factory=list)
+    gold_facts: list[GoldFact] = Field(default_factory=list)
+    expected_claims: list[str] = Field(default_factory=list)
+    forbidden_claims: list[str] = Field(default_factory=list)
+    expected_citations: list[str] = Field(default_factory=list)
+    expected_chunks: list[str] = Field(default_factory=list)
+    expected_list_items: list[str] = Field(default_factory=list)
+    expected_number: NumericExpectation | None = None
+    expected_yes_no: bool | None = None
+    category: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    difficulty: str | None = None
+    query_type: str | None = None
+    user_roles: list[str] = Field(default_factory=list)
+    multi_hop: bool = False
+    recency_conflict_rule: RecencyRule | None = None
+    expected_outcome: Outcome | None = None
+    required_flags: list[str] = Field(default_factory=list)
+    forbidden_flags: list[str] = Field(default_factory=list)
+    min_citations: int | None = Field(default=None, ge=0)
+    latency_budget_ms: dict[str, float] = Field(default_factory=dict)
+    attack_label: bool | None = None
+    attack_category: str | None = None
+    dataset: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("case_id", mode="before")
+    @classmethod
+    def _id_as_text(cls, value: Any) -> Any:
+        return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+    @model_validator(mode="after")
+    def _multi_hop_from_groups(self) -> Case:
+        if self.required_support_groups:
+            self.multi_hop = True
+        return self
+
+
+class RetrievedChunk(BaseModel):
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+    id: str | None = Field(default=None, validation_alias=AliasChoices("id", "chunk_id"))
+    doc_id: str | None = None
+    rank: int | None = None
+    score: float | None = None
+    text: str = Field(default="", validation_alias=AliasChoices("text", "content", "page_content"))
+    rel_path: str | None = None
+    heading_path: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    _normalize_heading = field_validator("heading_path", mode="before")(
+        lambda cls, v: normalize_heading_path(v)
+    )
+
+
+class Citation(BaseModel):
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+    chunk_id: str | None = Field(default=None, validation_alias=AliasChoices("chunk_id", "id"))
+    doc_id: str | None = None
+    rel_path: str | None = None
+    heading_path: str | None = None
+    quote: str | None = Field(default=None, validation_alias=AliasChoices("quote", "text"))
+
+    _normalize_heading = field_validator("heading_path", mode="before")(
+        lambda cls, v: normalize_heading_path(v)
+    )
+
+
+class Usage(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    total_tokens: int | None = None
+    cost_usd: float | None = None
+    model: str | None = None
+
+
+class Response(BaseModel):
+    """What the system under test returned for one case."""
+
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+    answer: str = ""
+    retrieved: list[RetrievedChunk] = Field(
+        default_factory=list, validation_alias=AliasChoices("retrieved", "retrieved_chunks")
+    )
+    citations: list[Citation] = Field(
+        default_factory=list, validation_alias=AliasChoices("citations", "references")
+    )
+    abstained: bool | None = None
+    confidence: float | None = None
+    policy_flags: list[str] = Field(default_factory=list)
+    guardrail_scores: dict[str, float] = Field(default_factory=dict)
+    usage: Usage | None = None
+    latency_ms: dict[str, float] = Field(default_factory=dict)
+    scope: list[str] | None = None
+    raw: Any = None
+
+    @model_validator(mode="after")
+    def _fill_ranks(self) -> Response:
+        for position, chunk in enumerate(self.retrieved, start=1):
+            if chunk.rank is None:
+                chunk.rank = position
+        return self
+
+
+class CaseResult(BaseModel):
+    """The outcome of asking the system one question: a response, or the error that stopped it."""
+
+    case_id: str
+    status: CaseStatus
+    response: Response | None = None
+    error_type: str | None = None
+    error_message: str | None = None
+    latency_ms: float | None = None
+    attempts: int = 1
+
+
+class Score(BaseModel):
+    """One metric's verdict on one case. ``value`` is None unless ``status`` is ok."""
+
+    case_id: str
+    metric: str
+    value: float | None
+    status: ScoreStatus = "ok"
+    reason: str | None = None
+    details: dict[str, Any] = Field(default_factory=dict)
+
+
+class MetricSummary(BaseModel):
+    """An aggregate of one metric over a set of cases, with its counts and interval."""
+
+    name: str
+    group: str
+    value: float | None
+    aggregation: str = "mean"
+    higher_is_better: bool = True
+    unit: str | None = None
+    n_scored: int
+    n_skipped: int
+    n_failed: int
+    ci_low: float | None = None
+    ci_high: float | None = None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def sample_size(self) -> int:
+        return self.n_scored
+
+
+class Scorecard(BaseModel):
+    metrics: list[MetricSummary]
+    by_group: dict[str, list[str]]
+
+    def get(self, name: str) -> MetricSummary | None:
+        return next((m for m in self.metrics if m.name == name), None)
+
+
+class RunRecord(BaseModel):
+    """A run as stored and as written to its JSON file (seed 002's Run Output, extended)."""
+
+    schema_version: str = SCHEMA_VERSION
+    id: str
+    name: str
+    status: Literal["running", "completed", "interrupted"] = "running"
+    created_at: str
+    completed_at: str | None = None
+    config: dict[str, Any]
+    datasets: list[str]
+    scorecard: Scorecard | None = None
+    question_count: int = 0
+    error_count: int = 0

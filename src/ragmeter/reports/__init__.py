@@ -1,0 +1,1 @@
+"""Run reports: the JSON run file and the console scorecard."""

@@ -1,0 +1,227 @@
+"""The async run engine: query every case with bounded concurrency, store responses as they
+arrive, then score, aggregate and write the run file.
+
+Querying and scoring are separate stages: responses are stored first, so an interrupted run
+resumes by asking only the unanswered cases, and a stored run can be re-scored offline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ragmeter import __version__
+from ragmeter.config import EvalConfig, TargetConfig, config_snapshot
+from ragmeter.datasets import load_datasets
+from ragmeter.metrics import MetricSettings, resolve_metrics, score_case
+from ragmeter.metrics.base import Metric
+from ragmeter.models import Case, CaseResult, RunRecord, Score
+from ragmeter.reports.json_report import write_run_json
+from ragmeter.scoring import aggregate_scores
+from ragmeter.store.sqlite import RunStore
+from ragmeter.targets import Target, TargetError, build_target
+
+FLUSH_EVERY = 64
+FLUSH_SECONDS = 0.25
+
+ProgressHook = Callable[[int, int], None]
+
+
+class RunInterruptedError(RuntimeError):
+    def __init__(self, run_id: str) -> None:
+        super().__init__(f"run {run_id} was interrupted; finish it with: ragmeter eval --resume {run_id}")
+        self.run_id = run_id
+
+
+@dataclass
+class RunOutcome:
+    record: RunRecord
+    results: list[CaseResult]
+    scores: list[Score]
+    run_file: Path | None
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def sample_cases(cases: list[Case], samples: int | None, seed: int) -> list[Case]:
+    """A seeded random subset of ``samples`` cases, kept in dataset order."""
+    if samples is None or samples >= len(cases):
+        return cases
+    chosen = set(random.Random(seed).sample(range(len(cases)), samples))
+    return [case for i, case in enumerate(cases) if i in chosen]
+
+
+def metric_settings(config: EvalConfig) -> MetricSettings:
+    return MetricSettings(ks=tuple(config.ks), abstention_phrases=tuple(config.abstention_phrases))
+
+
+async def ask(target: Target, case: Case, timeout_s: float) -> CaseResult:
+    started = time.perf_counter()
+    try:
+        response = await asyncio.wait_for(target.query(case), timeout_s)
+    except TargetError as exc:
+        return CaseResult(case_id=case.case_id, status="error", error_type=exc.error_type,
+                          error_message=exc.message, attempts=exc.attempts,
+                          latency_ms=(time.perf_counter() - started) * 1000.0)
+    except TimeoutError:
+        return CaseResult(case_id=case.case_id, status="error", error_type="case_timeout",
+                          error_message=f"case took longer than {timeout_s}s",
+                          latency_ms=(time.perf_counter() - started) * 1000.0)
+    except Exception as exc:
+        return CaseResult(case_id=case.case_id, status="error",
+                          error_type=f"exception:{type(exc).__name__}", error_message=str(exc),
+                          latency_ms=(time.perf_counter() - started) * 1000.0)
+    elapsed = (time.perf_counter() - started) * 1000.0
+    response.latency_ms.setdefault("total", elapsed)
+    return CaseResult(case_id=case.case_id, status="ok", response=response, latency_ms=elapsed)
+
+
+async def query_cases(
+    target: Target, cases: list[Case], store: RunStore, run_id: str, concurrency: int,
+    timeout_s: float, on_progress: ProgressHook | None = None,
+) -> None:
+    """Ask every case; results are committed in small batches as they arrive."""
+    queue: asyncio.Queue[Case] = asyncio.Queue()
+    for case in cases:
+        queue.put_nowait(case)
+    buffer: list[CaseResult] = []
+    done = 0
+    last_flush = time.monotonic()
+
+    def flush() -> None:
+        nonlocal last_flush
+        if buffer:
+            store.save_results(run_id, buffer)
+            buffer.clear()
+        last_flush = time.monotonic()
+
+    async def worker() -> None:
+        nonlocal done
+        while True:
+            try:
+                case = queue.get_nowait()
+            except asyncio.QueueEmpty:
+                return
+            result = await ask(target, case, timeout_s)
+            buffer.append(result)
+            done += 1
+            if len(buffer) >= FLUSH_EVERY or time.monotonic() - last_flush > FLUSH_SECONDS:
+                flush()
+            if on_progress is not None:
+                on_progress(done, len(cases))
+
+    workers = [asyncio.create_task(worker()) for _ in range(min(concurrency, max(len(cases), 1)))]
+    try:
+        await asyncio.gather(*workers)
+    finally:
+        for task in workers:
+            task.cancel()
+        flush()
+
+
+def score_results(cases: list[Case], results: list[CaseResult], metrics: list[Metric]) -> list[Score]:
+    by_id = {case.case_id: case for case in cases}
+    return [score_case(metric, by_id[r.case_id], r) for r in results for metric in metrics]
+
+
+def _record_config(stored: dict[str, Any]) -> EvalConfig:
+    fields = {k: v for k, v in stored.items() if k in EvalConfig.model_fields}
+    return EvalConfig.model_validate(fields)
+
+
+def score_run(store: RunStore, run_id: str, config: EvalConfig) -> tuple[RunRecord, list[CaseResult], list[Score]]:
+    """Score the stored responses of a run, store the scores and the scorecard."""
+    cases = store.get_cases(run_id)
+    results = store.get_results(run_id)
+    metrics = resolve_metrics(config.metrics, metric_settings(config))
+    scores = score_results(cases, results, metrics)
+    scorecard = aggregate_scores(scores, metrics, config.bootstrap_resamples, config.seed)
+    store.replace_scores(run_id, scores)
+    store.finish_run(run_id, scorecard, now_iso(), sum(r.status != "ok" for r in results))
+    return store.get_run(run_id), results, scores
+
+
+async def run_evaluation_async(
+    config: EvalConfig,
+    *,
+    cases: list[Case] | None = None,
+    target: Target | None = None,
+    resume: str | None = None,
+    on_progress: ProgressHook | None = None,
+    on_start: Callable[[RunRecord, int], None] | None = None,
+) -> RunOutcome:
+    store = RunStore(config.store)
+    try:
+        if resume is not None:
+            record = store.get_run(resume)
+            config = _record_config(record.config).model_copy(
+                update={"store": config.store, "output_dir": config.output_dir})
+            run_cases = store.get_cases(record.id)
+            answered = store.answered_case_ids(record.id)
+            pending = [c for c in run_cases if c.case_id not in answered]
+        else:
+            run_cases = sample_cases(cases if cases is not None else
+                                     load_datasets(config.datasets, config.field_map or None),
+                                     config.samples, config.seed)
+            pending = run_cases
+            record = None
+
+        owns_target = target is None
+        if target is None:
+            target = build_target(config.target, concurrency=config.concurrency)
+        try:
+            target_info = await target.preflight()
+            if record is None:
+                run_id = uuid.uuid4().hex[:12]
+                snapshot = config_snapshot(config)
+                snapshot["target_info"] = target_info
+                snapshot["ragmeter_version"] = __version__
+                record = RunRecord(
+                    id=run_id, name=config.name or f"eval-{run_id[:8]}", created_at=now_iso(),
+                    config=snapshot, datasets=sorted({c.dataset or "unknown" for c in run_cases}),
+                    question_count=len(run_cases),
+                )
+                store.create_run(record, run_cases)
+            if on_start is not None:
+                on_start(record, len(pending))
+            try:
+                await query_cases(target, pending, store, record.id, config.concurrency,
+                                  config.case_timeout_s, on_progress)
+            except (asyncio.CancelledError, KeyboardInterrupt) as exc:
+                store.mark_interrupted(record.id)
+                raise RunInterruptedError(record.id) from exc
+        finally:
+            if owns_target:
+                await target.aclose()
+
+        final, results, scores = score_run(store, record.id, config)
+        run_file = write_run_json(Path(config.output_dir), final, results, scores)
+        return RunOutcome(final, results, scores, run_file)
+    finally:
+        store.close()
+
+
+def evaluate(
+    config: EvalConfig | None = None,
+    *,
+    cases: list[Case] | None = None,
+    target: Target | None = None,
+    resume: str | None = None,
+    on_progress: ProgressHook | None = None,
+) -> RunOutcome:
+    """Run an evaluation end to end (the synchronous entry point of the public API)."""
+    return asyncio.run(run_evaluation_async(config or EvalConfig(), cases=cases, target=target,
+                                            resume=resume, on_progress=on_progress))
+
+
+def target_config_from(config: EvalConfig, **changes: Any) -> TargetConfig:
+    return config.target.model_copy(update=changes)

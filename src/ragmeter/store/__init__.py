@@ -1,0 +1,5 @@
+"""The SQLite run store."""
+
+from ragmeter.store.sqlite import RunNotFoundError, RunStore
+
+__all__ = ["RunNotFoundError", "RunStore"]

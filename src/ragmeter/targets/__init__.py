@@ -1,0 +1,17 @@
+"""Targets: the systems under test (HTTP, Python callable, replay, built-in reference)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ragmeter.config import TargetConfig
+from ragmeter.registry import registry
+from ragmeter.targets.base import Target, TargetError, parse_target_spec
+
+__all__ = ["Target", "TargetError", "build_target", "parse_target_spec"]
+
+
+def build_target(config: TargetConfig, **extra: Any) -> Target:
+    target_class = registry.get("targets", config.kind)
+    target: Target = target_class(config, **extra)
+    return target

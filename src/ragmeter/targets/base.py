@@ -1,0 +1,49 @@
+"""The target contract: ask the system under test one case, get a Response or a TargetError."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+from ragmeter.models import Case, Response
+
+
+class TargetError(Exception):
+    """A failed query. ``error_type`` is a short stable label stored with the case."""
+
+    def __init__(self, error_type: str, message: str, attempts: int = 1) -> None:
+        super().__init__(message)
+        self.error_type = error_type
+        self.message = message
+        self.attempts = attempts
+
+
+@runtime_checkable
+class Target(Protocol):
+    name: str
+
+    async def preflight(self) -> dict[str, Any]:
+        """Check the system is up; return what should be snapshot into the run config."""
+        ...
+
+    async def query(self, case: Case) -> Response: ...
+
+    async def aclose(self) -> None: ...
+
+
+def parse_target_spec(spec: str) -> dict[str, Any]:
+    """``reference`` | ``http(s)://...`` | ``replay:FILE`` | ``FILE.jsonl`` | ``[python:]mod:fn``."""
+    if spec == "reference":
+        return {"kind": "reference"}
+    if spec.startswith(("http://", "https://")):
+        return {"kind": "http", "url": spec}
+    if spec.startswith("replay:"):
+        return {"kind": "replay", "path": spec.removeprefix("replay:")}
+    if spec.endswith(".jsonl"):
+        return {"kind": "replay", "path": spec}
+    callable_spec = spec.removeprefix("python:")
+    if ":" in callable_spec:
+        return {"kind": "python", "callable": callable_spec}
+    raise ValueError(
+        f"cannot read target {spec!r}: use 'reference', an http(s):// URL, 'replay:FILE.jsonl' "
+        "or 'module:function'"
+    )

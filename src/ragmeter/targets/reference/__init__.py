@@ -1,0 +1,1 @@
+"""Reference pipeline: chunking, BM25, extractive answers, HTTP server."""

@@ -1,0 +1,123 @@
+"""The built-in reference RAG pipeline: heading chunks, BM25 retrieval, extractive answers.
+
+It answers with the sentences of the retrieved chunks that cover the most query weight, cites
+the chunks those sentences came from, and abstains when no sentence covers enough of the
+question. Its JSON answer is the documented ``POST /query`` contract (docs/targets.md).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ragmeter.targets.reference.bm25 import BM25Index
+from ragmeter.targets.reference.chunking import Chunk, chunk_corpus
+from ragmeter.targets.reference.text import split_sentences, tokenize
+
+ABSTENTION_ANSWER = "I don't have enough information in the documents to answer that."
+
+
+@dataclass(frozen=True)
+class PipelineSettings:
+    top_k: int = 5
+    max_answer_sentences: int = 2
+    abstain_below: float = 0.45
+    second_sentence_ratio: float = 0.8
+    max_chunk_words: int = 400
+
+
+class ReferencePipeline:
+    def __init__(self, chunks: list[Chunk], settings: PipelineSettings | None = None) -> None:
+        self.settings = settings or PipelineSettings()
+        self.chunks = chunks
+        self.index = BM25Index([tokenize(f"{c.heading_path}\n{c.text}") for c in chunks])
+
+    @classmethod
+    def from_corpus(cls, root: str | Path, settings: PipelineSettings | None = None) -> ReferencePipeline:
+        settings = settings or PipelineSettings()
+        return cls(chunk_corpus(Path(root), settings.max_chunk_words), settings)
+
+    def info(self) -> dict[str, Any]:
+        s = self.settings
+        return {
+            "pipeline": "ragmeter-reference",
+            "retriever": "bm25",
+            "bm25": {"k1": self.index.k1, "b": self.index.b},
+            "chunker": "markdown-headings",
+            "corpus_chunks": len(self.chunks),
+            "corpus_docs": len({c.doc_id for c in self.chunks}),
+            "answerer": "extractive",
+            "retrieval_top_k": s.top_k,
+            "abstain_below": s.abstain_below,
+        }
+
+    def _coverage(self, query_terms: set[str], sentence: str) -> float:
+        total = sum(self.index.idf.get(t, 0.0) for t in query_terms)
+        if total == 0:
+            return 0.0
+        present = query_terms.intersection(tokenize(sentence))
+        return sum(self.index.idf.get(t, 0.0) for t in present) / total
+
+    def answer(self, question: str, top_k: int | None = None) -> dict[str, Any]:
+        started = time.perf_counter()
+        k = top_k or self.settings.top_k
+        query = tokenize(question)
+        hits = self.index.top(query, k)
+        retrieved_at = time.perf_counter()
+
+        retrieved = [
+            {
+                "id": self.chunks[i].chunk_id,
+                "doc_id": self.chunks[i].doc_id,
+                "rank": rank,
+                "score": round(score, 6),
+                "text": self.chunks[i].text,
+                "rel_path": self.chunks[i].rel_path,
+                "heading_path": self.chunks[i].heading_path,
+            }
+            for rank, (i, score) in enumerate(hits, start=1)
+        ]
+        query_terms = {t for t in query if t in self.index.idf}
+        candidates: list[tuple[float, int, str, int]] = []
+        for rank, (i, _) in enumerate(hits, start=1):
+            for sentence in split_sentences(self.chunks[i].text):
+                coverage = self._coverage(query_terms, sentence)
+                candidates.append((coverage - 0.01 * rank, rank, sentence, i))
+        candidates.sort(key=lambda c: (-c[0], c[1]))
+
+        best = candidates[0][0] if candidates else 0.0
+        abstained = best < self.settings.abstain_below
+        chosen: list[tuple[float, int, str, int]] = []
+        if not abstained:
+            chosen = [candidates[0]]
+            for candidate in candidates[1 : self.settings.max_answer_sentences]:
+                if candidate[0] >= self.settings.second_sentence_ratio * best:
+                    chosen.append(candidate)
+        cited: list[int] = []
+        for _, _, _, chunk_index in chosen:
+            if chunk_index not in cited:
+                cited.append(chunk_index)
+        answer = " ".join(sentence for _, _, sentence, _ in chosen) or ABSTENTION_ANSWER
+        finished = time.perf_counter()
+        return {
+            "answer": answer,
+            "retrieved": retrieved,
+            "citations": [
+                {
+                    "chunk_id": self.chunks[i].chunk_id,
+                    "doc_id": self.chunks[i].doc_id,
+                    "rel_path": self.chunks[i].rel_path,
+                    "heading_path": self.chunks[i].heading_path,
+                }
+                for i in cited
+            ],
+            "abstained": abstained,
+            "confidence": round(max(best, 0.0), 6),
+            "policy_flags": ["no_context"] if not hits else [],
+            "latency_ms": {
+                "retrieve": (retrieved_at - started) * 1000.0,
+                "generate": (finished - retrieved_at) * 1000.0,
+            },
+        }

@@ -1,0 +1,34 @@
+"""Tokenisation shared by the reference retriever and answerer."""
+
+from __future__ import annotations
+
+import re
+
+_TOKEN = re.compile(r"\w+", re.UNICODE)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])|\n+")
+
+STOP_WORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before being
+    below between both but by can could did do does doing down during each few for from further had
+    has have having he her here hers herself him himself his how i if in into is it its itself just
+    me more most my myself no nor not now of off on once only or other our ours ourselves out over
+    own same she should so some such than that the their theirs them themselves then there these
+    they this those through to too under until up very was we were what when where which while who
+    whom why will with would you your yours yourself yourselves""".split()
+)
+
+
+def stem(token: str) -> str:
+    if len(token) > 4 and token.endswith("ies"):
+        return token[:-3] + "y"
+    if len(token) > 3 and token.endswith("s") and not token.endswith(("ss", "us", "is")):
+        return token[:-1]
+    return token
+
+
+def tokenize(text: str) -> list[str]:
+    return [stem(t) for t in _TOKEN.findall(text.lower()) if t not in STOP_WORDS]
+
+
+def split_sentences(text: str) -> list[str]:
+    return [s.strip(" -*\t") for s in _SENTENCE_END.split(text) if s.strip(" -*\t")]

@@ -1,0 +1,1 @@
+"""Local web UI (see the web UI issue)."""
