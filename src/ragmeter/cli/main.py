@@ -22,6 +22,8 @@ from ragmeter.store.sqlite import RunNotFoundError, RunStore
 from ragmeter.targets import TargetError, parse_target_spec
 
 console = Console()
+if not console.is_terminal:
+    console = Console(width=110)
 errors = Console(stderr=True)
 
 EXIT_BAD_INPUT = 2

@@ -31,6 +31,7 @@ class BM25Index:
             self._postings[term] = (doc_ids, tf * (k1 + 1.0) / (tf + norm[doc_ids]))
             df = len(ids)
             self.idf[term] = math.log(1.0 + (self.size - df + 0.5) / (df + 0.5))
+        self.unseen_idf = math.log(1.0 + (self.size + 0.5) / 0.5)
 
     def scores(self, query: list[str]) -> npt.NDArray[np.float64]:
         totals = np.zeros(self.size, dtype=np.float64)

@@ -23,7 +23,7 @@ ABSTENTION_ANSWER = "I don't have enough information in the documents to answer 
 class PipelineSettings:
     top_k: int = 5
     max_answer_sentences: int = 2
-    abstain_below: float = 0.45
+    abstain_below: float = 0.35
     second_sentence_ratio: float = 0.8
     max_chunk_words: int = 400
 
@@ -53,12 +53,17 @@ class ReferencePipeline:
             "abstain_below": s.abstain_below,
         }
 
+    def _weight(self, term: str) -> float:
+        """A term's idf; a term the corpus never uses weighs as much as the rarest one."""
+        return self.index.idf.get(term, self.index.unseen_idf)
+
     def _coverage(self, query_terms: set[str], sentence: str) -> float:
-        total = sum(self.index.idf.get(t, 0.0) for t in query_terms)
+        """The share of the question's idf weight that a sentence contains."""
+        total = sum(self._weight(t) for t in query_terms)
         if total == 0:
             return 0.0
         present = query_terms.intersection(tokenize(sentence))
-        return sum(self.index.idf.get(t, 0.0) for t in present) / total
+        return sum(self._weight(t) for t in present) / total
 
     def answer(self, question: str, top_k: int | None = None) -> dict[str, Any]:
         started = time.perf_counter()
@@ -79,7 +84,7 @@ class ReferencePipeline:
             }
             for rank, (i, score) in enumerate(hits, start=1)
         ]
-        query_terms = {t for t in query if t in self.index.idf}
+        query_terms = set(query)
         candidates: list[tuple[float, int, str, int]] = []
         for rank, (i, _) in enumerate(hits, start=1):
             for sentence in split_sentences(self.chunks[i].text):
@@ -88,7 +93,12 @@ class ReferencePipeline:
         candidates.sort(key=lambda c: (-c[0], c[1]))
 
         best = candidates[0][0] if candidates else 0.0
-        abstained = best < self.settings.abstain_below
+        support = max(
+            (self._coverage(query_terms, f"{self.chunks[i].heading_path} {self.chunks[i].text}")
+             for i, _ in hits),
+            default=0.0,
+        )
+        abstained = support < self.settings.abstain_below
         chosen: list[tuple[float, int, str, int]] = []
         if not abstained:
             chosen = [candidates[0]]
@@ -114,7 +124,7 @@ class ReferencePipeline:
                 for i in cited
             ],
             "abstained": abstained,
-            "confidence": round(max(best, 0.0), 6),
+            "confidence": round(support, 6),
             "policy_flags": ["no_context"] if not hits else [],
             "latency_ms": {
                 "retrieve": (retrieved_at - started) * 1000.0,

@@ -1,0 +1,56 @@
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+DATASETS = SHARED / "datasets"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_for_health(url: str, timeout_s: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{url}/health", timeout=1.0).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    raise RuntimeError(f"{url} did not become healthy in {timeout_s}s")
+
+
+@pytest.fixture
+def reference_server() -> Iterator[str]:
+    """`ragmeter reference-server` as a real subprocess on 127.0.0.1."""
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ragmeter", "reference-server", "--host", "127.0.0.1",
+         "--port", str(port)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_for_health(url)
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def write_jsonl(path: Path, rows: list[dict[str, object]]) -> Path:
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return path
