@@ -38,9 +38,18 @@ def reference_server() -> Iterator[str]:
     """`ragmeter reference-server` as a real subprocess on 127.0.0.1."""
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "ragmeter", "reference-server", "--host", "127.0.0.1",
-         "--port", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        [
+            sys.executable,
+            "-m",
+            "ragmeter",
+            "reference-server",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
     url = f"http://127.0.0.1:{port}"
     try:

@@ -11,8 +11,15 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 __all__ = [
-    "Case", "EvalConfig", "Response", "RunStore", "Score", "__version__", "evaluate",
-    "load_config", "load_dataset",
+    "Case",
+    "EvalConfig",
+    "Response",
+    "RunStore",
+    "Score",
+    "__version__",
+    "evaluate",
+    "load_config",
+    "load_dataset",
 ]
 
 _LAZY = {

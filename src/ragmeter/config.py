@@ -144,9 +144,10 @@ def redact(value: Any, key: str = "") -> Any:
         return {k: redact(v, str(k)) for k, v in value.items()}
     if isinstance(value, list):
         return [redact(v, key) for v in value]
-    if isinstance(value, str) and not _only_env_references(value):
-        if (key and _SECRET_KEY.search(key)) or _SECRET_VALUE.match(value):
-            return REDACTED
+    if not isinstance(value, str) or _only_env_references(value):
+        return value
+    if (key and _SECRET_KEY.search(key)) or _SECRET_VALUE.match(value):
+        return REDACTED
     return value
 
 

@@ -195,6 +195,7 @@ class Response(BaseModel):
     latency_ms: dict[str, float] = Field(default_factory=dict)
     scope: list[str] | None = None
     raw: Any = None
+    attempts: int = Field(default=1, exclude=True)
 
     @model_validator(mode="after")
     def _fill_ranks(self) -> Response:

@@ -39,27 +39,56 @@ def test_http_python_and_replay_give_the_same_scores(reference_server: str, tmp_
     store = str(tmp_path / "runs.db")
     out = str(tmp_path / "runs")
 
-    http_run = evaluate(EvalConfig(store=store, output_dir=out, progress=False,
-                                   target=TargetConfig(kind="http", url=reference_server)),
-                        cases=cases)
+    http_run = evaluate(
+        EvalConfig(
+            store=store,
+            output_dir=out,
+            progress=False,
+            target=TargetConfig(kind="http", url=reference_server),
+        ),
+        cases=cases,
+    )
     assert http_run.record.error_count == 0
     assert http_run.record.question_count == len(cases)
     assert http_run.record.config["target_info"]["models_info"]["retriever"] == "bm25"
 
-    python_run = evaluate(EvalConfig(store=store, output_dir=out, progress=False,
-                                     target=TargetConfig(kind="python",
-                                                         callable=f"{__name__}:reference_answer")),
-                          cases=cases)
+    python_run = evaluate(
+        EvalConfig(
+            store=store,
+            output_dir=out,
+            progress=False,
+            target=TargetConfig(kind="python", callable=f"{__name__}:reference_answer"),
+        ),
+        cases=cases,
+    )
 
     replay_file = tmp_path / "responses.jsonl"
     subprocess.run(
-        [sys.executable, "-m", "ragmeter", "export", http_run.record.id, "--store", store,
-         "--format", "responses", "-o", str(replay_file)],
-        check=True, capture_output=True,
+        [
+            sys.executable,
+            "-m",
+            "ragmeter",
+            "export",
+            http_run.record.id,
+            "--store",
+            store,
+            "--format",
+            "responses",
+            "-o",
+            str(replay_file),
+        ],
+        check=True,
+        capture_output=True,
     )
-    replay_run = evaluate(EvalConfig(store=store, output_dir=out, progress=False,
-                                     target=TargetConfig(kind="replay", path=str(replay_file))),
-                          cases=cases)
+    replay_run = evaluate(
+        EvalConfig(
+            store=store,
+            output_dir=out,
+            progress=False,
+            target=TargetConfig(kind="replay", path=str(replay_file)),
+        ),
+        cases=cases,
+    )
 
     http_scores = quality_scores(http_run.scores)
     assert len(http_scores) > 10 * len(cases)
@@ -71,10 +100,26 @@ def test_http_python_and_replay_give_the_same_scores(reference_server: str, tmp_
 
 def test_cli_eval_over_http_writes_run_file(reference_server: str, tmp_path: Path) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "ragmeter", "eval", "--target", reference_server,
-         "--store", str(tmp_path / "r.db"), "--output-dir", str(tmp_path / "out"),
-         "--samples", "12", "--seed", "7", "--no-progress"],
-        capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "ragmeter",
+            "eval",
+            "--target",
+            reference_server,
+            "--store",
+            str(tmp_path / "r.db"),
+            "--output-dir",
+            str(tmp_path / "out"),
+            "--samples",
+            "12",
+            "--seed",
+            "7",
+            "--no-progress",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.returncode == 0, result.stderr
     assert "recall_at_5" in result.stdout
@@ -84,6 +129,10 @@ def test_cli_eval_over_http_writes_run_file(reference_server: str, tmp_path: Pat
     assert document["error_count"] == 0
     assert len(document["cases"]) == 12
     assert document["config"]["target"]["url"] == reference_server
-    assert {"id", "name", "created_at", "completed_at", "config", "datasets", "scorecard"} <= set(document)
+    assert {"id", "name", "created_at", "completed_at", "config", "datasets", "scorecard"} <= set(
+        document
+    )
     metric = document["scorecard"]["metrics"][0]
-    assert {"name", "value", "group", "sample_size", "n_scored", "n_skipped", "n_failed"} <= set(metric)
+    assert {"name", "value", "group", "sample_size", "n_scored", "n_skipped", "n_failed"} <= set(
+        metric
+    )

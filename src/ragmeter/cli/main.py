@@ -36,7 +36,9 @@ def _pairs(values: tuple[str, ...], option: str, separator: str = "=") -> dict[s
     for value in values:
         key, found, rest = value.partition(separator)
         if not found or not key.strip():
-            raise click.BadParameter(f"expected KEY{separator}VALUE, got {value!r}", param_hint=option)
+            raise click.BadParameter(
+                f"expected KEY{separator}VALUE, got {value!r}", param_hint=option
+            )
         pairs[key.strip()] = rest.strip()
     return pairs
 
@@ -49,14 +51,29 @@ def main() -> None:
 
 @main.command("eval")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False), help="YAML config file.")
-@click.option("--dataset", "-d", "datasets", multiple=True,
-              help="Dataset: 'demo', a .jsonl/.yaml/.csv file or a label folder (repeatable).")
-@click.option("--target", "-t", "target_spec",
-              help="'reference', http(s)://HOST:PORT, 'replay:FILE.jsonl' or 'module:function'.")
-@click.option("--corpus", type=click.Path(file_okay=False), help="Corpus folder for the reference target.")
+@click.option(
+    "--dataset",
+    "-d",
+    "datasets",
+    multiple=True,
+    help="Dataset: 'demo', a .jsonl/.yaml/.csv file or a label folder (repeatable).",
+)
+@click.option(
+    "--target",
+    "-t",
+    "target_spec",
+    help="'reference', http(s)://HOST:PORT, 'replay:FILE.jsonl' or 'module:function'.",
+)
+@click.option(
+    "--corpus", type=click.Path(file_okay=False), help="Corpus folder for the reference target."
+)
 @click.option("--top-k", type=int, help="Chunks to retrieve per question.")
-@click.option("--header", "headers", multiple=True, help="HTTP header 'Name: value' (use ${ENV} for secrets).")
-@click.option("--field-map", "field_map", multiple=True, help="FIELD=SOURCE_PATH for foreign JSONL/CSV.")
+@click.option(
+    "--header", "headers", multiple=True, help="HTTP header 'Name: value' (use ${ENV} for secrets)."
+)
+@click.option(
+    "--field-map", "field_map", multiple=True, help="FIELD=SOURCE_PATH for foreign JSONL/CSV."
+)
 @click.option("--metrics", help="Comma-separated metric families (see 'ragmeter metrics').")
 @click.option("--samples", type=int, help="Evaluate a seeded random sample of N cases.")
 @click.option("--seed", type=int, help="Seed for sampling and bootstrap intervals.")
@@ -67,12 +84,25 @@ def main() -> None:
 @click.option("--output-dir", help="Folder for run JSON files (default .ragmeter/runs).")
 @click.option("--resume", help="Finish an interrupted run by its id.")
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
-def eval_command(config_file: str | None, datasets: tuple[str, ...], target_spec: str | None,
-                 corpus: str | None, top_k: int | None, headers: tuple[str, ...],
-                 field_map: tuple[str, ...], metrics: str | None, samples: int | None,
-                 seed: int | None, concurrency: int | None, timeout_s: float | None,
-                 name: str | None, store: str | None, output_dir: str | None,
-                 resume: str | None, no_progress: bool) -> None:
+def eval_command(
+    config_file: str | None,
+    datasets: tuple[str, ...],
+    target_spec: str | None,
+    corpus: str | None,
+    top_k: int | None,
+    headers: tuple[str, ...],
+    field_map: tuple[str, ...],
+    metrics: str | None,
+    samples: int | None,
+    seed: int | None,
+    concurrency: int | None,
+    timeout_s: float | None,
+    name: str | None,
+    store: str | None,
+    output_dir: str | None,
+    resume: str | None,
+    no_progress: bool,
+) -> None:
     """Ask every case, score, store the run and print the scorecard.
 
     With no options: the bundled demo dataset against the built-in reference pipeline, offline.
@@ -91,8 +121,14 @@ def eval_command(config_file: str | None, datasets: tuple[str, ...], target_spec
             target[key] = value
     if target:
         overrides["target"] = target
-    for key, value in (("name", name), ("samples", samples), ("seed", seed),
-                       ("concurrency", concurrency), ("store", store), ("output_dir", output_dir)):
+    for key, value in (
+        ("name", name),
+        ("samples", samples),
+        ("seed", seed),
+        ("concurrency", concurrency),
+        ("store", store),
+        ("output_dir", output_dir),
+    ):
         if value is not None:
             overrides[key] = value
     if datasets:
@@ -116,9 +152,15 @@ def eval_command(config_file: str | None, datasets: tuple[str, ...], target_spec
 def _run_eval(config: EvalConfig, resume: str | None) -> None:
     from ragmeter.runner.engine import RunInterruptedError, run_evaluation_async
 
-    progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                        TimeRemainingColumn(), console=console, disable=not config.progress,
-                        transient=False)
+    progress = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        disable=not config.progress,
+        transient=False,
+    )
     task_id = progress.add_task("asking", total=None)
 
     def on_start(record: RunRecord, pending: int) -> None:
@@ -129,8 +171,11 @@ def _run_eval(config: EvalConfig, resume: str | None) -> None:
 
     try:
         with progress:
-            outcome = asyncio.run(run_evaluation_async(config, resume=resume, on_start=on_start,
-                                                       on_progress=on_progress))
+            outcome = asyncio.run(
+                run_evaluation_async(
+                    config, resume=resume, on_start=on_start, on_progress=on_progress
+                )
+            )
     except DatasetError as exc:
         errors.print(f"[red]error:[/red] {exc}", markup=False, highlight=False)
         sys.exit(EXIT_BAD_INPUT)
@@ -156,8 +201,15 @@ def runs_command(store: str, limit: int) -> None:
 
     table = Table("id", "name", "status", "created", "datasets", "questions", "errors")
     for record in RunStore(store).list_runs(limit):
-        table.add_row(record.id, record.name, record.status, record.created_at,
-                      ", ".join(record.datasets), str(record.question_count), str(record.error_count))
+        table.add_row(
+            record.id,
+            record.name,
+            record.status,
+            record.created_at,
+            ", ".join(record.datasets),
+            str(record.question_count),
+            str(record.error_count),
+        )
     console.print(table)
 
 
@@ -181,7 +233,9 @@ def show_command(run_id: str, store: str, show_cases: bool, as_json: bool) -> No
 
     run_store, record = _open_run(store, run_id)
     if as_json:
-        document = run_document(record, run_store.get_results(record.id), run_store.get_scores(record.id))
+        document = run_document(
+            record, run_store.get_results(record.id), run_store.get_scores(record.id)
+        )
         click.echo(json.dumps(document, indent=2))
         return
     print_run(record, console)
@@ -190,17 +244,26 @@ def show_command(run_id: str, store: str, show_cases: bool, as_json: bool) -> No
 
         table = Table("case", "status", "error", "latency ms")
         for result in run_store.get_results(record.id):
-            table.add_row(result.case_id, result.status,
-                          f"{result.error_type}: {result.error_message}" if result.error_type else "",
-                          f"{result.latency_ms:.1f}" if result.latency_ms is not None else "-")
+            table.add_row(
+                result.case_id,
+                result.status,
+                f"{result.error_type}: {result.error_message}" if result.error_type else "",
+                f"{result.latency_ms:.1f}" if result.latency_ms is not None else "-",
+            )
         console.print(table)
 
 
 @main.command("export")
 @click.argument("run_id")
 @click.option("--store", default=".ragmeter/runs.db", show_default=True)
-@click.option("--format", "fmt", type=click.Choice(["responses", "json"]), default="responses",
-              show_default=True, help="'responses': a JSONL replayable with --target replay:FILE.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["responses", "json"]),
+    default="responses",
+    show_default=True,
+    help="'responses': a JSONL replayable with --target replay:FILE.",
+)
 @click.option("--output", "-o", required=True, type=click.Path(dir_okay=False))
 def export_command(run_id: str, store: str, fmt: str, output: str) -> None:
     """Export a stored run: its responses as replayable JSONL, or the run file."""
@@ -232,7 +295,9 @@ def datasets_group() -> None:
 
 @datasets_group.command("validate")
 @click.argument("path")
-@click.option("--field-map", "field_map", multiple=True, help="FIELD=SOURCE_PATH for foreign JSONL/CSV.")
+@click.option(
+    "--field-map", "field_map", multiple=True, help="FIELD=SOURCE_PATH for foreign JSONL/CSV."
+)
 def validate_command(path: str, field_map: tuple[str, ...]) -> None:
     """Report every problem in a dataset as file:line + field; exit 1 if there is any."""
     problems = validate_dataset(path, _pairs(field_map, "--field-map") or None)
@@ -264,28 +329,39 @@ def metrics_command() -> None:
     table = Table("family", "metric", "group", "better", "needs", "description")
     for family in registry.names("metrics"):
         for metric in registry.get("metrics", family)(MetricSettings()):
-            table.add_row(family, metric.name, metric.group,
-                          "higher" if metric.higher_is_better else "lower",
-                          ", ".join(metric.requires), metric.description)
+            table.add_row(
+                family,
+                metric.name,
+                metric.group,
+                "higher" if metric.higher_is_better else "lower",
+                ", ".join(metric.requires),
+                metric.description,
+            )
     console.print(table)
 
 
 @main.command("reference-server")
-@click.option("--corpus", type=click.Path(file_okay=False), help="Markdown corpus (default: the demo).")
+@click.option(
+    "--corpus", type=click.Path(file_okay=False), help="Markdown corpus (default: the demo)."
+)
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8000, show_default=True)
 @click.option("--top-k", default=5, show_default=True)
 def reference_server_command(corpus: str | None, host: str, port: int, top_k: int) -> None:
-    """Serve the built-in reference RAG pipeline over HTTP (POST /query, GET /health, GET /models/info)."""
+    """Serve the reference RAG pipeline over HTTP: POST /query, GET /health, GET /models/info."""
     from ragmeter.demo import DEMO_CORPUS
     from ragmeter.targets.reference.pipeline import PipelineSettings, ReferencePipeline
     from ragmeter.targets.reference.server import make_server
 
-    pipeline = ReferencePipeline.from_corpus(Path(corpus) if corpus else DEMO_CORPUS,
-                                             PipelineSettings(top_k=top_k))
+    pipeline = ReferencePipeline.from_corpus(
+        Path(corpus) if corpus else DEMO_CORPUS, PipelineSettings(top_k=top_k)
+    )
     server = make_server(pipeline, host, port)
-    click.echo(f"reference server on http://{host}:{server.server_address[1]} "
-               f"({len(pipeline.chunks)} chunks)", err=True)
+    click.echo(
+        f"reference server on http://{host}:{server.server_address[1]} "
+        f"({len(pipeline.chunks)} chunks)",
+        err=True,
+    )
     try:
         server.serve_forever()
     except KeyboardInterrupt:

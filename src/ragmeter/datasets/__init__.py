@@ -9,8 +9,14 @@ from ragmeter.demo import DEMO_CASES
 from ragmeter.models import Case
 from ragmeter.registry import registry
 
-__all__ = ["DatasetError", "Problem", "load_dataset", "load_datasets", "resolve_dataset_path",
-           "validate_dataset"]
+__all__ = [
+    "DatasetError",
+    "Problem",
+    "load_dataset",
+    "load_datasets",
+    "resolve_dataset_path",
+    "validate_dataset",
+]
 
 
 def resolve_dataset_path(spec: str) -> Path:
@@ -26,16 +32,32 @@ def load_dataset(spec: str, field_map: dict[str, str] | None = None) -> list[Cas
         cases: list[Case] = registry.get("loaders", "labels")(path)
     elif field_map or path.suffix.lower() == ".csv":
         if not field_map:
-            raise DatasetError([Problem(str(path), None, None,
-                                        "a CSV dataset needs a field map (--field-map question=COLUMN ...)")])
+            raise DatasetError(
+                [
+                    Problem(
+                        str(path),
+                        None,
+                        None,
+                        "a CSV dataset needs a field map (--field-map question=COLUMN ...)",
+                    )
+                ]
+            )
         cases = registry.get("loaders", "mapped")(path, field_map)
     elif path.suffix.lower() in (".yaml", ".yml"):
         cases = registry.get("loaders", "yaml")(path)
     elif path.suffix.lower() in (".jsonl", ".ndjson"):
         cases = registry.get("loaders", "jsonl")(path)
     else:
-        raise DatasetError([Problem(str(path), None, None,
-                                    "unknown dataset format (use .jsonl, .yaml, .csv or a folder)")])
+        raise DatasetError(
+            [
+                Problem(
+                    str(path),
+                    None,
+                    None,
+                    "unknown dataset format (use .jsonl, .yaml, .csv or a folder)",
+                )
+            ]
+        )
     if spec == "demo":
         for case in cases:
             case.dataset = "demo"
@@ -55,9 +77,15 @@ def load_datasets(specs: list[str], field_map: dict[str, str] | None = None) -> 
             continue
         for case in loaded:
             if case.case_id in seen:
-                problems.append(Problem(spec, None, "case_id",
-                                        f"case_id also used in dataset {seen[case.case_id]}",
-                                        case.case_id))
+                problems.append(
+                    Problem(
+                        spec,
+                        None,
+                        "case_id",
+                        f"case_id also used in dataset {seen[case.case_id]}",
+                        case.case_id,
+                    )
+                )
                 continue
             seen[case.case_id] = spec
             cases.append(case)

@@ -1,4 +1,5 @@
-"""The seed-003 layout: ``cases.jsonl`` plus per-perspective ``*_labels.jsonl`` joined by case_id."""
+"""The seed-003 layout: ``cases.jsonl`` plus per-perspective ``*_labels.jsonl`` files,
+joined by case_id."""
 
 from __future__ import annotations
 
@@ -43,9 +44,15 @@ def load_label_folder(folder: str | Path) -> list[Case]:
             continue
         case_id = str(case_id)
         if case_id in merged:
-            problems.append(Problem(str(base_file), line, "case_id",
-                                    f"duplicate case_id (first defined at line {base_line[case_id]})",
-                                    case_id))
+            problems.append(
+                Problem(
+                    str(base_file),
+                    line,
+                    "case_id",
+                    f"duplicate case_id (first defined at line {base_line[case_id]})",
+                    case_id,
+                )
+            )
             continue
         merged[case_id] = dict(record)
         base_line[case_id] = line
@@ -55,8 +62,15 @@ def load_label_folder(folder: str | Path) -> list[Case]:
         for line, label in read_jsonl_records(label_file, problems):
             case_id = str(label.get("case_id", ""))
             if case_id not in merged:
-                problems.append(Problem(str(label_file), line, "case_id",
-                                        "no case with this case_id in cases.jsonl", case_id or None))
+                problems.append(
+                    Problem(
+                        str(label_file),
+                        line,
+                        "case_id",
+                        "no case with this case_id in cases.jsonl",
+                        case_id or None,
+                    )
+                )
                 continue
             fields = {k: v for k, v in label.items() if k != "case_id"}
             if any(key in fields for key in _RETRIEVAL_KEYS):
@@ -73,7 +87,9 @@ def load_label_folder(folder: str | Path) -> list[Case]:
         try:
             case = Case.model_validate(record)
         except ValidationError as exc:
-            for problem in problems_from_validation(exc, str(base_file), base_line[case_id], case_id):
+            for problem in problems_from_validation(
+                exc, str(base_file), base_line[case_id], case_id
+            ):
                 top = (problem.field or "").split(".")[0]
                 file, line = origin[case_id].get(top, (problem.file, problem.line or 0))
                 problems.append(Problem(file, line, problem.field, problem.message, case_id))

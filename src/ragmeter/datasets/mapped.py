@@ -16,8 +16,16 @@ from ragmeter.datasets.problems import DatasetError, Problem
 from ragmeter.models import Case
 from ragmeter.paths import MISSING, get_path
 
-_LIST_FIELDS = {"tags", "user_roles", "expected_claims", "forbidden_claims", "expected_citations",
-                "expected_list_items", "required_flags", "forbidden_flags"}
+_LIST_FIELDS = {
+    "tags",
+    "user_roles",
+    "expected_claims",
+    "forbidden_claims",
+    "expected_citations",
+    "expected_list_items",
+    "required_flags",
+    "forbidden_flags",
+}
 
 
 def _read_csv(path: Path, problems: list[Problem]) -> list[RawRecord]:
@@ -38,14 +46,22 @@ def _coerce(field: str, value: Any) -> Any:
     return value
 
 
-def map_record(record: dict[str, Any], field_map: dict[str, str], line: int, stem: str,
-               file: str, problems: list[Problem]) -> dict[str, Any]:
+def map_record(
+    record: dict[str, Any],
+    field_map: dict[str, str],
+    line: int,
+    stem: str,
+    file: str,
+    problems: list[Problem],
+) -> dict[str, Any]:
     mapped: dict[str, Any] = {}
     used: set[str] = set()
     for field, source in field_map.items():
         value = get_path(record, source)
         if value is MISSING:
-            problems.append(Problem(file, line, field, f"mapped source field '{source}' is missing"))
+            problems.append(
+                Problem(file, line, field, f"mapped source field '{source}' is missing")
+            )
             continue
         used.add(source.split(".")[0])
         mapped[field] = _coerce(field, value)
@@ -59,7 +75,11 @@ def map_record(record: dict[str, Any], field_map: dict[str, str], line: int, ste
 def load_mapped(path: str | Path, field_map: dict[str, str]) -> list[Case]:
     path = Path(path)
     problems: list[Problem] = []
-    raw = _read_csv(path, problems) if path.suffix.lower() == ".csv" else read_jsonl_records(path, problems)
+    raw = (
+        _read_csv(path, problems)
+        if path.suffix.lower() == ".csv"
+        else read_jsonl_records(path, problems)
+    )
     records = [
         (line, map_record(record, field_map, line, path.stem, str(path), problems))
         for line, record in raw
@@ -68,6 +88,3 @@ def load_mapped(path: str | Path, field_map: dict[str, str]) -> list[Case]:
     if problems:
         raise DatasetError(problems)
     return cases
-
-
-

@@ -33,7 +33,9 @@ def read_jsonl_records(path: Path, problems: list[Problem]) -> list[RawRecord]:
             continue
         if not isinstance(record, dict):
             problems.append(
-                Problem(str(path), number, None, f"expected a JSON object, got {type(record).__name__}")
+                Problem(
+                    str(path), number, None, f"expected a JSON object, got {type(record).__name__}"
+                )
             )
             continue
         records.append((number, record))
@@ -54,7 +56,9 @@ def read_yaml_records(path: Path, problems: list[Problem]) -> list[RawRecord]:
                     if key.value == "cases" and isinstance(value, yaml.SequenceNode):
                         items = value.value
             if items is None:
-                problems.append(Problem(str(path), 1, None, "expected a list of cases or a 'cases:' list"))
+                problems.append(
+                    Problem(str(path), 1, None, "expected a list of cases or a 'cases:' list")
+                )
                 return []
             records: list[RawRecord] = []
             for node in items:
@@ -92,9 +96,13 @@ def build_cases(
             continue
         if case.case_id in first_line:
             problems.append(
-                Problem(file, line, "case_id",
-                        f"duplicate case_id (first defined at line {first_line[case.case_id]})",
-                        case.case_id)
+                Problem(
+                    file,
+                    line,
+                    "case_id",
+                    f"duplicate case_id (first defined at line {first_line[case.case_id]})",
+                    case.case_id,
+                )
             )
             continue
         first_line[case.case_id] = line

@@ -12,11 +12,23 @@ from ragmeter.metrics.base import Metric, MetricOutput, MetricSettings
 from ragmeter.models import Case, Response
 
 DEFAULT_PHRASES = (
-    "i don't know", "i do not know", "i don't have enough information",
-    "i do not have enough information", "not enough information", "cannot answer",
-    "can't answer", "unable to answer", "no information", "not mentioned in the",
-    "not in the documents", "not in the provided", "cannot find", "can't find",
-    "could not find", "no relevant", "insufficient information",
+    "i don't know",
+    "i do not know",
+    "i don't have enough information",
+    "i do not have enough information",
+    "not enough information",
+    "cannot answer",
+    "can't answer",
+    "unable to answer",
+    "no information",
+    "not mentioned in the",
+    "not in the documents",
+    "not in the provided",
+    "cannot find",
+    "can't find",
+    "could not find",
+    "no relevant",
+    "insufficient information",
 )
 
 
@@ -53,14 +65,33 @@ def abstention_metrics(settings: MetricSettings) -> list[Metric]:
         return float(not abstained), {"detected_by": how}
 
     return [
-        Metric("unanswerable_accuracy", "abstention", behaved,
-               description="abstains on unanswerable and answers answerable questions"),
-        Metric("abstention_accuracy", "abstention", abstained_value, ("unanswerable",),
-               description="on unanswerable questions: 1 if the system abstained"),
-        Metric("abstention_false_positive_rate", "abstention", abstained_value, ("answerable",),
-               higher_is_better=False,
-               description="on answerable questions: 1 if the system wrongly abstained"),
-        Metric("abstention_false_negative_rate", "abstention", answered_value, ("unanswerable",),
-               higher_is_better=False,
-               description="on unanswerable questions: 1 if the system answered (hallucination rate)"),
+        Metric(
+            "unanswerable_accuracy",
+            "abstention",
+            behaved,
+            description="abstains on unanswerable and answers answerable questions",
+        ),
+        Metric(
+            "abstention_accuracy",
+            "abstention",
+            abstained_value,
+            ("unanswerable",),
+            description="on unanswerable questions: 1 if the system abstained",
+        ),
+        Metric(
+            "abstention_false_positive_rate",
+            "abstention",
+            abstained_value,
+            ("answerable",),
+            higher_is_better=False,
+            description="on answerable questions: 1 if the system wrongly abstained",
+        ),
+        Metric(
+            "abstention_false_negative_rate",
+            "abstention",
+            answered_value,
+            ("unanswerable",),
+            higher_is_better=False,
+            description="on unanswerable questions: 1 if the system answered (hallucination rate)",
+        ),
     ]

@@ -19,8 +19,17 @@ MetricOutput = float | tuple[float, dict[str, Any]]
 ComputeFn = Callable[[Case, Response], MetricOutput]
 
 GROUPS = (
-    "retrieval", "generation", "lexical", "semantic", "grounding", "citation", "abstention",
-    "context_quality", "safety", "pipeline", "performance",
+    "retrieval",
+    "generation",
+    "lexical",
+    "semantic",
+    "grounding",
+    "citation",
+    "abstention",
+    "context_quality",
+    "safety",
+    "pipeline",
+    "performance",
 )
 
 
@@ -37,7 +46,9 @@ def _reports_retrieval(_: Case, response: Response | None) -> bool:
 
 
 def _reports_cost(_: Case, response: Response | None) -> bool:
-    return response is not None and response.usage is not None and response.usage.cost_usd is not None
+    return (
+        response is not None and response.usage is not None and response.usage.cost_usd is not None
+    )
 
 
 def _is_answerable(case: Case, _: Response | None) -> bool:
@@ -82,7 +93,9 @@ class Metric:
     def __post_init__(self) -> None:
         unknown = [name for name in self.requires if name not in INPUTS]
         if unknown:
-            raise ValueError(f"metric {self.name}: unknown inputs {unknown}; known: {sorted(INPUTS)}")
+            raise ValueError(
+                f"metric {self.name}: unknown inputs {unknown}; known: {sorted(INPUTS)}"
+            )
         if (self.compute is None) == (self.on_result is None):
             raise ValueError(f"metric {self.name}: give exactly one of compute and on_result")
 
@@ -97,20 +110,41 @@ def score_case(metric: Metric, case: Case, result: CaseResult) -> Score:
             output = metric.on_result(case, result)
         else:
             if result.status != "ok" or result.response is None:
-                return Score(case_id=case.case_id, metric=metric.name, value=None, status="failed",
-                             reason=f"target error: {result.error_type}")
+                return Score(
+                    case_id=case.case_id,
+                    metric=metric.name,
+                    value=None,
+                    status="failed",
+                    reason=f"target error: {result.error_type}",
+                )
             for name in metric.requires:
                 check, reason = INPUTS[name]
                 if not check(case, result.response):
-                    return Score(case_id=case.case_id, metric=metric.name, value=None,
-                                 status="skipped", reason=reason)
+                    return Score(
+                        case_id=case.case_id,
+                        metric=metric.name,
+                        value=None,
+                        status="skipped",
+                        reason=reason,
+                    )
             assert metric.compute is not None
             output = metric.compute(case, result.response)
     except Exception as exc:  # a metric bug must not stop the run; it is recorded
-        return Score(case_id=case.case_id, metric=metric.name, value=None, status="failed",
-                     reason=f"{type(exc).__name__}: {exc}")
+        return Score(
+            case_id=case.case_id,
+            metric=metric.name,
+            value=None,
+            status="failed",
+            reason=f"{type(exc).__name__}: {exc}",
+        )
     value, details = output if isinstance(output, tuple) else (output, {})
     if value is None or not math.isfinite(float(value)):
-        return Score(case_id=case.case_id, metric=metric.name, value=None, status="failed",
-                     reason=f"metric returned a non-finite value ({value!r})", details=details)
+        return Score(
+            case_id=case.case_id,
+            metric=metric.name,
+            value=None,
+            status="failed",
+            reason=f"metric returned a non-finite value ({value!r})",
+            details=details,
+        )
     return Score(case_id=case.case_id, metric=metric.name, value=float(value), details=details)

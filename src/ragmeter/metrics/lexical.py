@@ -47,8 +47,18 @@ def _token_f1(case: Case, response: Response) -> MetricOutput:
 def lexical_metrics(_: MetricSettings) -> list[Metric]:
     needs = ("reference_answer", "answerable")
     return [
-        Metric("exact_match", "lexical", _exact_match, needs,
-               description="normalised answer equals the normalised reference"),
-        Metric("token_f1", "lexical", _token_f1, needs,
-               description="SQuAD token F1 between answer and reference"),
+        Metric(
+            "exact_match",
+            "lexical",
+            _exact_match,
+            needs,
+            description="normalised answer equals the normalised reference",
+        ),
+        Metric(
+            "token_f1",
+            "lexical",
+            _token_f1,
+            needs,
+            description="SQuAD token F1 between answer and reference",
+        ),
     ]

@@ -25,12 +25,39 @@ def _cost(_: Case, response: Response) -> MetricOutput:
 
 def performance_metrics(_: MetricSettings) -> list[Metric]:
     return [
-        Metric("latency_p50", "performance", _latency, higher_is_better=False,
-               aggregation="p50", unit="ms", description="median end-to-end latency"),
-        Metric("latency_p95", "performance", _latency, higher_is_better=False,
-               aggregation="p95", unit="ms", description="95th percentile end-to-end latency"),
-        Metric("error_rate", "performance", None, higher_is_better=False, on_result=_error,
-               description="fraction of cases whose query failed (timeout, HTTP error, ...)"),
-        Metric("cost_per_query", "performance", _cost, ("cost",), higher_is_better=False,
-               unit="USD", description="system cost per query as reported by the target"),
+        Metric(
+            "latency_p50",
+            "performance",
+            _latency,
+            higher_is_better=False,
+            aggregation="p50",
+            unit="ms",
+            description="median end-to-end latency",
+        ),
+        Metric(
+            "latency_p95",
+            "performance",
+            _latency,
+            higher_is_better=False,
+            aggregation="p95",
+            unit="ms",
+            description="95th percentile end-to-end latency",
+        ),
+        Metric(
+            "error_rate",
+            "performance",
+            None,
+            higher_is_better=False,
+            on_result=_error,
+            description="fraction of cases whose query failed (timeout, HTTP error, ...)",
+        ),
+        Metric(
+            "cost_per_query",
+            "performance",
+            _cost,
+            ("cost",),
+            higher_is_better=False,
+            unit="USD",
+            description="system cost per query as reported by the target",
+        ),
     ]

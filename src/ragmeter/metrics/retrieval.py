@@ -15,9 +15,7 @@ from ragmeter.models import Case, GoldPassage, Response, RetrievedChunk
 def _anchor_matches(chunk: RetrievedChunk, gold: GoldPassage) -> bool:
     if gold.rel_path is None or chunk.rel_path != gold.rel_path:
         return False
-    if gold.heading_path and not (chunk.heading_path or "").startswith(gold.heading_path):
-        return False
-    return True
+    return not gold.heading_path or (chunk.heading_path or "").startswith(gold.heading_path)
 
 
 def relevance_flags(case: Case, response: Response) -> tuple[list[bool], int, str]:
@@ -54,6 +52,7 @@ def _recall(k: int) -> Any:
         else:
             found = sum(flags[:k])
         return (found / n_relevant if n_relevant else 0.0), {"level": level}
+
     return compute
 
 
@@ -61,6 +60,7 @@ def _precision(k: int) -> Any:
     def compute(case: Case, response: Response) -> MetricOutput:
         flags, _, level = relevance_flags(case, response)
         return sum(flags[:k]) / k, {"level": level}
+
     return compute
 
 
@@ -68,6 +68,7 @@ def _hit(k: int) -> Any:
     def compute(case: Case, response: Response) -> MetricOutput:
         flags, _, level = relevance_flags(case, response)
         return float(any(flags[:k])), {"level": level}
+
     return compute
 
 
@@ -80,20 +81,42 @@ def _mrr(case: Case, response: Response) -> MetricOutput:
 def retrieval_metrics(settings: MetricSettings) -> list[Metric]:
     needs = ("gold_passages", "retrieved")
     metrics = [
-        Metric(f"recall_at_{k}", "retrieval", _recall(k), needs,
-               description=f"fraction of gold passages found in the top {k}")
+        Metric(
+            f"recall_at_{k}",
+            "retrieval",
+            _recall(k),
+            needs,
+            description=f"fraction of gold passages found in the top {k}",
+        )
         for k in settings.ks
     ]
     metrics += [
-        Metric(f"precision_at_{k}", "retrieval", _precision(k), needs,
-               description=f"fraction of the top {k} that is relevant (denominator {k})")
+        Metric(
+            f"precision_at_{k}",
+            "retrieval",
+            _precision(k),
+            needs,
+            description=f"fraction of the top {k} that is relevant (denominator {k})",
+        )
         for k in settings.ks
     ]
     metrics += [
-        Metric(f"hit_rate_at_{k}", "retrieval", _hit(k), needs,
-               description=f"1 if any relevant item is in the top {k}")
+        Metric(
+            f"hit_rate_at_{k}",
+            "retrieval",
+            _hit(k),
+            needs,
+            description=f"1 if any relevant item is in the top {k}",
+        )
         for k in settings.ks
     ]
-    metrics.append(Metric("mrr", "retrieval", _mrr, needs,
-                          description="reciprocal rank of the first relevant item (no cutoff)"))
+    metrics.append(
+        Metric(
+            "mrr",
+            "retrieval",
+            _mrr,
+            needs,
+            description="reciprocal rank of the first relevant item (no cutoff)",
+        )
+    )
     return metrics

@@ -35,7 +35,8 @@ def scorecard_table(record: RunRecord) -> Table:
                 continue
             interval = (
                 f"{format_value(summary, summary.ci_low)}-{format_value(summary, summary.ci_high)}"
-                if summary.ci_low is not None else "-"
+                if summary.ci_low is not None
+                else "-"
             )
             arrow = "↑" if summary.higher_is_better else "↓"
             table.add_row(
@@ -52,6 +53,7 @@ def scorecard_table(record: RunRecord) -> Table:
 def print_run(record: RunRecord, console: Console) -> None:
     console.print(scorecard_table(record))
     console.print(
-        f"run [bold]{record.id}[/bold] · {record.status} · datasets: {', '.join(record.datasets)} · "
+        f"run [bold]{record.id}[/bold] · {record.status} · "
+        f"datasets: {', '.join(record.datasets)} · "
         f"questions: {record.question_count} · errors: {record.error_count}"
     )

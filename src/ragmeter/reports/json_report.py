@@ -11,11 +11,15 @@ from typing import Any
 from ragmeter.models import CaseResult, RunRecord, Score
 
 
-def run_document(record: RunRecord, results: list[CaseResult], scores: list[Score]) -> dict[str, Any]:
+def run_document(
+    record: RunRecord, results: list[CaseResult], scores: list[Score]
+) -> dict[str, Any]:
     per_case: dict[str, dict[str, Any]] = defaultdict(dict)
     for score in scores:
         per_case[score.case_id][score.metric] = (
-            score.value if score.status == "ok" else {"status": score.status, "reason": score.reason}
+            score.value
+            if score.status == "ok"
+            else {"status": score.status, "reason": score.reason}
         )
     document: dict[str, Any] = record.model_dump(mode="json")
     document["cases"] = [
@@ -33,8 +37,9 @@ def run_document(record: RunRecord, results: list[CaseResult], scores: list[Scor
     return document
 
 
-def write_run_json(folder: Path, record: RunRecord, results: list[CaseResult],
-                   scores: list[Score]) -> Path:
+def write_run_json(
+    folder: Path, record: RunRecord, results: list[CaseResult], scores: list[Score]
+) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     stamp = record.created_at.replace(":", "").replace("-", "").split("+")[0]
     path = folder / f"{record.id}_{stamp}.json"

@@ -36,7 +36,9 @@ ProgressHook = Callable[[int, int], None]
 
 class RunInterruptedError(RuntimeError):
     def __init__(self, run_id: str) -> None:
-        super().__init__(f"run {run_id} was interrupted; finish it with: ragmeter eval --resume {run_id}")
+        super().__init__(
+            f"run {run_id} was interrupted; finish it with: ragmeter eval --resume {run_id}"
+        )
         self.run_id = run_id
 
 
@@ -69,25 +71,49 @@ async def ask(target: Target, case: Case, timeout_s: float) -> CaseResult:
     try:
         response = await asyncio.wait_for(target.query(case), timeout_s)
     except TargetError as exc:
-        return CaseResult(case_id=case.case_id, status="error", error_type=exc.error_type,
-                          error_message=exc.message, attempts=exc.attempts,
-                          latency_ms=(time.perf_counter() - started) * 1000.0)
+        return CaseResult(
+            case_id=case.case_id,
+            status="error",
+            error_type=exc.error_type,
+            error_message=exc.message,
+            attempts=exc.attempts,
+            latency_ms=(time.perf_counter() - started) * 1000.0,
+        )
     except TimeoutError:
-        return CaseResult(case_id=case.case_id, status="error", error_type="case_timeout",
-                          error_message=f"case took longer than {timeout_s}s",
-                          latency_ms=(time.perf_counter() - started) * 1000.0)
+        return CaseResult(
+            case_id=case.case_id,
+            status="error",
+            error_type="case_timeout",
+            error_message=f"case took longer than {timeout_s}s",
+            latency_ms=(time.perf_counter() - started) * 1000.0,
+        )
     except Exception as exc:
-        return CaseResult(case_id=case.case_id, status="error",
-                          error_type=f"exception:{type(exc).__name__}", error_message=str(exc),
-                          latency_ms=(time.perf_counter() - started) * 1000.0)
+        return CaseResult(
+            case_id=case.case_id,
+            status="error",
+            error_type=f"exception:{type(exc).__name__}",
+            error_message=str(exc),
+            latency_ms=(time.perf_counter() - started) * 1000.0,
+        )
     elapsed = (time.perf_counter() - started) * 1000.0
     response.latency_ms.setdefault("total", elapsed)
-    return CaseResult(case_id=case.case_id, status="ok", response=response, latency_ms=elapsed)
+    return CaseResult(
+        case_id=case.case_id,
+        status="ok",
+        response=response,
+        latency_ms=elapsed,
+        attempts=response.attempts,
+    )
 
 
 async def query_cases(
-    target: Target, cases: list[Case], store: RunStore, run_id: str, concurrency: int,
-    timeout_s: float, on_progress: ProgressHook | None = None,
+    target: Target,
+    cases: list[Case],
+    store: RunStore,
+    run_id: str,
+    concurrency: int,
+    timeout_s: float,
+    on_progress: ProgressHook | None = None,
 ) -> None:
     """Ask every case; results are committed in small batches as they arrive."""
     queue: asyncio.Queue[Case] = asyncio.Queue()
@@ -128,7 +154,9 @@ async def query_cases(
         flush()
 
 
-def score_results(cases: list[Case], results: list[CaseResult], metrics: list[Metric]) -> list[Score]:
+def score_results(
+    cases: list[Case], results: list[CaseResult], metrics: list[Metric]
+) -> list[Score]:
     by_id = {case.case_id: case for case in cases}
     return [score_case(metric, by_id[r.case_id], r) for r in results for metric in metrics]
 
@@ -138,7 +166,9 @@ def _record_config(stored: dict[str, Any]) -> EvalConfig:
     return EvalConfig.model_validate(fields)
 
 
-def score_run(store: RunStore, run_id: str, config: EvalConfig) -> tuple[RunRecord, list[CaseResult], list[Score]]:
+def score_run(
+    store: RunStore, run_id: str, config: EvalConfig
+) -> tuple[RunRecord, list[CaseResult], list[Score]]:
     """Score the stored responses of a run, store the scores and the scorecard."""
     cases = store.get_cases(run_id)
     results = store.get_results(run_id)
@@ -159,21 +189,31 @@ async def run_evaluation_async(
     on_progress: ProgressHook | None = None,
     on_start: Callable[[RunRecord, int], None] | None = None,
 ) -> RunOutcome:
+    record: RunRecord | None = None
+    if resume is None:
+        # datasets are read and validated before anything is written
+        run_cases = sample_cases(
+            cases
+            if cases is not None
+            else load_datasets(config.datasets, config.field_map or None),
+            config.samples,
+            config.seed,
+        )
+        pending = run_cases
     store = RunStore(config.store)
     try:
         if resume is not None:
             record = store.get_run(resume)
             config = _record_config(record.config).model_copy(
-                update={"store": config.store, "output_dir": config.output_dir})
+                update={
+                    "store": config.store,
+                    "output_dir": config.output_dir,
+                    "progress": config.progress,
+                }
+            )
             run_cases = store.get_cases(record.id)
             answered = store.answered_case_ids(record.id)
             pending = [c for c in run_cases if c.case_id not in answered]
-        else:
-            run_cases = sample_cases(cases if cases is not None else
-                                     load_datasets(config.datasets, config.field_map or None),
-                                     config.samples, config.seed)
-            pending = run_cases
-            record = None
 
         owns_target = target is None
         if target is None:
@@ -186,16 +226,26 @@ async def run_evaluation_async(
                 snapshot["target_info"] = target_info
                 snapshot["ragmeter_version"] = __version__
                 record = RunRecord(
-                    id=run_id, name=config.name or f"eval-{run_id[:8]}", created_at=now_iso(),
-                    config=snapshot, datasets=sorted({c.dataset or "unknown" for c in run_cases}),
+                    id=run_id,
+                    name=config.name or f"eval-{run_id[:8]}",
+                    created_at=now_iso(),
+                    config=snapshot,
+                    datasets=sorted({c.dataset or "unknown" for c in run_cases}),
                     question_count=len(run_cases),
                 )
                 store.create_run(record, run_cases)
             if on_start is not None:
                 on_start(record, len(pending))
             try:
-                await query_cases(target, pending, store, record.id, config.concurrency,
-                                  config.case_timeout_s, on_progress)
+                await query_cases(
+                    target,
+                    pending,
+                    store,
+                    record.id,
+                    config.concurrency,
+                    config.case_timeout_s,
+                    on_progress,
+                )
             except (asyncio.CancelledError, KeyboardInterrupt) as exc:
                 store.mark_interrupted(record.id)
                 raise RunInterruptedError(record.id) from exc
@@ -219,8 +269,15 @@ def evaluate(
     on_progress: ProgressHook | None = None,
 ) -> RunOutcome:
     """Run an evaluation end to end (the synchronous entry point of the public API)."""
-    return asyncio.run(run_evaluation_async(config or EvalConfig(), cases=cases, target=target,
-                                            resume=resume, on_progress=on_progress))
+    return asyncio.run(
+        run_evaluation_async(
+            config or EvalConfig(),
+            cases=cases,
+            target=target,
+            resume=resume,
+            on_progress=on_progress,
+        )
+    )
 
 
 def target_config_from(config: EvalConfig, **changes: Any) -> TargetConfig:

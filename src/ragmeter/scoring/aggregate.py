@@ -14,7 +14,9 @@ _PERCENTILES = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p99": 99.0}
 _BLOCK = 2_000_000  # resample cells per block, to bound memory
 
 
-def statistic(values: npt.NDArray[np.float64], aggregation: str, axis: int | None = None) -> npt.NDArray[np.float64]:
+def statistic(
+    values: npt.NDArray[np.float64], aggregation: str, axis: int | None = None
+) -> npt.NDArray[np.float64]:
     if aggregation == "mean":
         return np.asarray(values.mean(axis=axis))
     if aggregation in _PERCENTILES:
@@ -23,8 +25,11 @@ def statistic(values: npt.NDArray[np.float64], aggregation: str, axis: int | Non
 
 
 def bootstrap_interval(
-    values: npt.NDArray[np.float64], aggregation: str = "mean", resamples: int = 1000,
-    seed: int = 0, level: float = 0.95,
+    values: npt.NDArray[np.float64],
+    aggregation: str = "mean",
+    resamples: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
 ) -> tuple[float, float] | None:
     """Percentile bootstrap interval of ``aggregation`` over ``values``; None if n < 2."""
     n = len(values)
@@ -55,18 +60,20 @@ def aggregate_scores(
         entries = by_metric.get(metric.name, [])
         values = np.array([s.value for s in entries if s.status == "ok"], dtype=np.float64)
         interval = bootstrap_interval(values, metric.aggregation, resamples, seed)
-        summaries.append(MetricSummary(
-            name=metric.name,
-            group=metric.group,
-            value=float(statistic(values, metric.aggregation)) if len(values) else None,
-            aggregation=metric.aggregation,
-            higher_is_better=metric.higher_is_better,
-            unit=metric.unit,
-            n_scored=len(values),
-            n_skipped=sum(s.status == "skipped" for s in entries),
-            n_failed=sum(s.status == "failed" for s in entries),
-            ci_low=interval[0] if interval else None,
-            ci_high=interval[1] if interval else None,
-        ))
+        summaries.append(
+            MetricSummary(
+                name=metric.name,
+                group=metric.group,
+                value=float(statistic(values, metric.aggregation)) if len(values) else None,
+                aggregation=metric.aggregation,
+                higher_is_better=metric.higher_is_better,
+                unit=metric.unit,
+                n_scored=len(values),
+                n_skipped=sum(s.status == "skipped" for s in entries),
+                n_failed=sum(s.status == "failed" for s in entries),
+                ci_low=interval[0] if interval else None,
+                ci_high=interval[1] if interval else None,
+            )
+        )
         by_group.setdefault(metric.group, []).append(metric.name)
     return Scorecard(metrics=summaries, by_group=by_group)

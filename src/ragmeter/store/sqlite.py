@@ -85,7 +85,9 @@ class RunStore:
         self._migrate()
 
     def _migrate(self) -> None:
-        self.db.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY)")
+        self.db.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY)"
+        )
         done = {row[0] for row in self.db.execute("SELECT version FROM schema_migrations")}
         for version, script in enumerate(MIGRATIONS, start=1):
             if version in done:
@@ -120,16 +122,25 @@ class RunStore:
             self.db.execute(
                 "INSERT INTO runs (id, name, status, created_at, schema_version, config_json,"
                 " datasets_json, question_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (record.id, record.name, record.status, record.created_at, record.schema_version,
-                 json.dumps(record.config), json.dumps(record.datasets), len(cases)),
+                (
+                    record.id,
+                    record.name,
+                    record.status,
+                    record.created_at,
+                    record.schema_version,
+                    json.dumps(record.config),
+                    json.dumps(record.datasets),
+                    len(cases),
+                ),
             )
             self.db.executemany(
                 "INSERT INTO cases (run_id, case_id, position, case_json) VALUES (?, ?, ?, ?)",
                 [(record.id, c.case_id, i, c.model_dump_json()) for i, c in enumerate(cases)],
             )
 
-    def finish_run(self, run_id: str, scorecard: Scorecard, completed_at: str,
-                   error_count: int) -> None:
+    def finish_run(
+        self, run_id: str, scorecard: Scorecard, completed_at: str, error_count: int
+    ) -> None:
         with self.transaction():
             self.db.execute(
                 "UPDATE runs SET status='completed', completed_at=?, scorecard_json=?,"
@@ -138,13 +149,16 @@ class RunStore:
             )
 
     def mark_interrupted(self, run_id: str) -> None:
-        self.db.execute("UPDATE runs SET status='interrupted' WHERE id=? AND status='running'",
-                        (run_id,))
+        self.db.execute(
+            "UPDATE runs SET status='interrupted' WHERE id=? AND status='running'", (run_id,)
+        )
 
     def get_run(self, run_id: str) -> RunRecord:
         row = self.db.execute("SELECT * FROM runs WHERE id=?", (run_id,)).fetchone()
         if row is None:
-            matches = self.db.execute("SELECT * FROM runs WHERE id LIKE ?", (f"{run_id}%",)).fetchall()
+            matches = self.db.execute(
+                "SELECT * FROM runs WHERE id LIKE ?", (f"{run_id}%",)
+            ).fetchall()
             if len(matches) != 1:
                 raise RunNotFoundError(run_id)
             row = matches[0]
@@ -157,44 +171,74 @@ class RunStore:
     @staticmethod
     def _record(row: sqlite3.Row) -> RunRecord:
         return RunRecord(
-            schema_version=row["schema_version"], id=row["id"], name=row["name"],
-            status=row["status"], created_at=row["created_at"], completed_at=row["completed_at"],
-            config=json.loads(row["config_json"]), datasets=json.loads(row["datasets_json"]),
-            scorecard=Scorecard.model_validate_json(row["scorecard_json"]) if row["scorecard_json"] else None,
-            question_count=row["question_count"], error_count=row["error_count"],
+            schema_version=row["schema_version"],
+            id=row["id"],
+            name=row["name"],
+            status=row["status"],
+            created_at=row["created_at"],
+            completed_at=row["completed_at"],
+            config=json.loads(row["config_json"]),
+            datasets=json.loads(row["datasets_json"]),
+            scorecard=Scorecard.model_validate_json(row["scorecard_json"])
+            if row["scorecard_json"]
+            else None,
+            question_count=row["question_count"],
+            error_count=row["error_count"],
         )
 
     # cases and responses ----------------------------------------------------------------------
     def get_cases(self, run_id: str) -> list[Case]:
-        rows = self.db.execute("SELECT case_json FROM cases WHERE run_id=? ORDER BY position", (run_id,))
+        rows = self.db.execute(
+            "SELECT case_json FROM cases WHERE run_id=? ORDER BY position", (run_id,)
+        )
         return [Case.model_validate_json(row[0]) for row in rows]
 
     def answered_case_ids(self, run_id: str) -> set[str]:
-        return {row[0] for row in self.db.execute("SELECT case_id FROM responses WHERE run_id=?", (run_id,))}
+        return {
+            row[0]
+            for row in self.db.execute("SELECT case_id FROM responses WHERE run_id=?", (run_id,))
+        }
 
     def save_results(self, run_id: str, results: Iterable[CaseResult]) -> None:
         rows = [
-            (run_id, r.case_id, r.status, r.error_type, r.error_message, r.latency_ms, r.attempts,
-             r.response.model_dump_json() if r.response is not None else None)
+            (
+                run_id,
+                r.case_id,
+                r.status,
+                r.error_type,
+                r.error_message,
+                r.latency_ms,
+                r.attempts,
+                r.response.model_dump_json() if r.response is not None else None,
+            )
             for r in results
         ]
         with self.transaction():
             self.db.executemany(
-                "INSERT OR IGNORE INTO responses (run_id, case_id, status, error_type, error_message,"
-                " latency_ms, attempts, response_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT OR IGNORE INTO responses (run_id, case_id, status, error_type,"
+                " error_message, latency_ms, attempts, response_json)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 rows,
             )
 
     def get_results(self, run_id: str) -> list[CaseResult]:
         rows = self.db.execute(
-            "SELECT r.* FROM responses r JOIN cases c ON c.run_id = r.run_id AND c.case_id = r.case_id"
-            " WHERE r.run_id=? ORDER BY c.position", (run_id,))
+            "SELECT r.* FROM responses r"
+            " JOIN cases c ON c.run_id = r.run_id AND c.case_id = r.case_id"
+            " WHERE r.run_id=? ORDER BY c.position",
+            (run_id,),
+        )
         return [
             CaseResult(
-                case_id=row["case_id"], status=row["status"], error_type=row["error_type"],
-                error_message=row["error_message"], latency_ms=row["latency_ms"],
+                case_id=row["case_id"],
+                status=row["status"],
+                error_type=row["error_type"],
+                error_message=row["error_message"],
+                latency_ms=row["latency_ms"],
                 attempts=row["attempts"],
-                response=Response.model_validate_json(row["response_json"]) if row["response_json"] else None,
+                response=Response.model_validate_json(row["response_json"])
+                if row["response_json"]
+                else None,
             )
             for row in rows
         ]
@@ -206,21 +250,38 @@ class RunStore:
             self.db.executemany(
                 "INSERT INTO scores (run_id, case_id, metric, value, status, reason, details_json)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [(run_id, s.case_id, s.metric, s.value, s.status, s.reason,
-                  json.dumps(s.details) if s.details else None) for s in scores],
+                [
+                    (
+                        run_id,
+                        s.case_id,
+                        s.metric,
+                        s.value,
+                        s.status,
+                        s.reason,
+                        json.dumps(s.details) if s.details else None,
+                    )
+                    for s in scores
+                ],
             )
 
     def get_scores(self, run_id: str) -> list[Score]:
         rows = self.db.execute("SELECT * FROM scores WHERE run_id=? ORDER BY rowid", (run_id,))
         return [
-            Score(case_id=row["case_id"], metric=row["metric"], value=row["value"],
-                  status=row["status"], reason=row["reason"],
-                  details=json.loads(row["details_json"]) if row["details_json"] else {})
+            Score(
+                case_id=row["case_id"],
+                metric=row["metric"],
+                value=row["value"],
+                status=row["status"],
+                reason=row["reason"],
+                details=json.loads(row["details_json"]) if row["details_json"] else {},
+            )
             for row in rows
         ]
 
     def counts(self, run_id: str) -> dict[str, Any]:
         row = self.db.execute(
-            "SELECT COUNT(*) AS answered, SUM(status != 'ok') AS errors FROM responses WHERE run_id=?",
-            (run_id,)).fetchone()
+            "SELECT COUNT(*) AS answered, SUM(status != 'ok') AS errors"
+            " FROM responses WHERE run_id=?",
+            (run_id,),
+        ).fetchone()
         return {"answered": int(row["answered"]), "errors": int(row["errors"] or 0)}

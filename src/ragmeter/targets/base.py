@@ -31,7 +31,7 @@ class Target(Protocol):
 
 
 def parse_target_spec(spec: str) -> dict[str, Any]:
-    """``reference`` | ``http(s)://...`` | ``replay:FILE`` | ``FILE.jsonl`` | ``[python:]mod:fn``."""
+    """Read ``reference``, ``http(s)://...``, ``replay:FILE``, ``FILE.jsonl`` or ``mod:fn``."""
     if spec == "reference":
         return {"kind": "reference"}
     if spec.startswith(("http://", "https://")):

@@ -39,7 +39,8 @@ def render_template(template: Any, variables: dict[str, Any]) -> Any:
         if whole and whole.group(1) in variables:
             return variables[whole.group(1)]
         return _PLACEHOLDER.sub(
-            lambda m: str(variables[m.group(1)]) if m.group(1) in variables else m.group(0), template
+            lambda m: str(variables[m.group(1)]) if m.group(1) in variables else m.group(0),
+            template,
         )
     return template
 
@@ -68,7 +69,9 @@ def apply_mapping(body: Any, mapping: dict[str, str]) -> dict[str, Any]:
         value = get_path(body, path)
         if value is MISSING:
             if field in top:
-                raise TargetError("invalid_response", f"response has no field at '{path}' (for {field})")
+                raise TargetError(
+                    "invalid_response", f"response has no field at '{path}' (for {field})"
+                )
             continue
         result[field] = value
     for field, sub_mapping in items.items():
@@ -156,13 +159,19 @@ class HttpTarget:
             try:
                 reply = await self.client.post(self.config.query_path, json=body)
             except httpx.TimeoutException as exc:
-                raise TargetError("timeout", f"no answer within {self.config.timeout_s}s ({type(exc).__name__})", attempts) from exc
+                raise TargetError(
+                    "timeout",
+                    f"no answer within {self.config.timeout_s}s ({type(exc).__name__})",
+                    attempts,
+                ) from exc
             except httpx.TransportError as exc:
                 error = TargetError("connection_error", f"{type(exc).__name__}: {exc}", attempts)
             else:
                 if reply.status_code < 400:
                     return self._parse(reply, attempts)
-                kind = "http_429" if reply.status_code == 429 else f"http_{reply.status_code // 100}xx"
+                kind = (
+                    "http_429" if reply.status_code == 429 else f"http_{reply.status_code // 100}xx"
+                )
                 error = TargetError(kind, f"HTTP {reply.status_code}: {reply.text[:200]}", attempts)
                 if reply.status_code < 500 and reply.status_code != 429:
                     raise error
@@ -175,7 +184,9 @@ class HttpTarget:
         try:
             body = reply.json()
         except ValueError as exc:
-            raise TargetError("invalid_json", f"response is not JSON: {reply.text[:120]!r}", attempts) from exc
+            raise TargetError(
+                "invalid_json", f"response is not JSON: {reply.text[:120]!r}", attempts
+            ) from exc
         try:
             fields = apply_mapping(body, self.config.response_mapping)
             response = Response.model_validate(fields)
@@ -186,8 +197,11 @@ class HttpTarget:
             detail = "; ".join(
                 f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:3]
             )
-            raise TargetError("invalid_response", f"response does not fit the contract: {detail}", attempts) from exc
+            raise TargetError(
+                "invalid_response", f"response does not fit the contract: {detail}", attempts
+            ) from exc
         response.raw = body
+        response.attempts = attempts
         return response
 
     async def aclose(self) -> None:

@@ -34,7 +34,7 @@ def load_callable(spec: str) -> Callable[..., Any]:
         module_spec.loader.exec_module(module)
     else:
         module = importlib.import_module(module_part)
-    function = getattr(module, attribute, None)
+    function: Callable[..., Any] | None = getattr(module, attribute, None)
     if not callable(function):
         raise ValueError(f"{spec!r}: {attribute!r} is not a callable in {module_part!r}")
     return function
@@ -49,16 +49,22 @@ def to_response(result: Any) -> Response:
         try:
             response = Response.model_validate(result)
         except ValidationError as exc:
-            raise TargetError("invalid_response", f"returned dict does not fit the contract: {exc}") from exc
+            raise TargetError(
+                "invalid_response", f"returned dict does not fit the contract: {exc}"
+            ) from exc
         response.raw = result
         return response
-    raise TargetError("invalid_response", f"returned {type(result).__name__}; expected Response, dict or str")
+    raise TargetError(
+        "invalid_response", f"returned {type(result).__name__}; expected Response, dict or str"
+    )
 
 
 class PythonTarget:
     name = "python"
 
-    def __init__(self, config: TargetConfig, function: Callable[..., Any] | None = None, **_: Any) -> None:
+    def __init__(
+        self, config: TargetConfig, function: Callable[..., Any] | None = None, **_: Any
+    ) -> None:
         if function is None:
             if not config.callable:
                 raise ValueError("the python target needs a callable ('module:function')")

@@ -53,14 +53,18 @@ class ReplayTarget:
     async def query(self, case: Case) -> Response:
         record = self.recorded.get(case.case_id)
         if record is None:
-            raise TargetError("not_recorded", f"{self.path} has no response for case {case.case_id}")
+            raise TargetError(
+                "not_recorded", f"{self.path} has no response for case {case.case_id}"
+            )
         if record.get("error_type"):
             raise TargetError(str(record["error_type"]), str(record.get("error_message") or ""))
         payload = record.get("response", {k: v for k, v in record.items() if k != "case_id"})
         try:
             return Response.model_validate(payload)
         except ValidationError as exc:
-            raise TargetError("invalid_response", f"{self.path}: case {case.case_id}: {exc}") from exc
+            raise TargetError(
+                "invalid_response", f"{self.path}: case {case.case_id}: {exc}"
+            ) from exc
 
     async def aclose(self) -> None:
         return None

@@ -35,7 +35,9 @@ class ReferencePipeline:
         self.index = BM25Index([tokenize(f"{c.heading_path}\n{c.text}") for c in chunks])
 
     @classmethod
-    def from_corpus(cls, root: str | Path, settings: PipelineSettings | None = None) -> ReferencePipeline:
+    def from_corpus(
+        cls, root: str | Path, settings: PipelineSettings | None = None
+    ) -> ReferencePipeline:
         settings = settings or PipelineSettings()
         return cls(chunk_corpus(Path(root), settings.max_chunk_words), settings)
 
@@ -94,8 +96,10 @@ class ReferencePipeline:
 
         best = candidates[0][0] if candidates else 0.0
         support = max(
-            (self._coverage(query_terms, f"{self.chunks[i].heading_path} {self.chunks[i].text}")
-             for i, _ in hits),
+            (
+                self._coverage(query_terms, f"{self.chunks[i].heading_path} {self.chunks[i].text}")
+                for i, _ in hits
+            ),
             default=0.0,
         )
         abstained = support < self.settings.abstain_below

@@ -54,7 +54,9 @@ def make_handler(pipeline: ReferencePipeline) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-def make_server(pipeline: ReferencePipeline, host: str = "127.0.0.1", port: int = 8000) -> ThreadingHTTPServer:
+def make_server(
+    pipeline: ReferencePipeline, host: str = "127.0.0.1", port: int = 8000
+) -> ThreadingHTTPServer:
     server = ThreadingHTTPServer((host, port), make_handler(pipeline))
     server.daemon_threads = True
     return server
