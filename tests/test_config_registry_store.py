@@ -137,3 +137,24 @@ def test_store_migrations_wal_roundtrip_and_no_duplicates(tmp_path: Path) -> Non
     assert reopened.counts("run1") == {"answered": 2, "errors": 1}
     raw = sqlite3.connect(path).execute("SELECT config_json FROM runs").fetchone()[0]
     assert REDACTED in raw
+
+
+def test_registry_loads_entry_point_plugins(monkeypatch: pytest.MonkeyPatch) -> None:
+    from importlib.metadata import EntryPoint
+
+    import ragmeter.registry as registry_module
+
+    def fake_entry_points(group: str) -> list[EntryPoint]:
+        if group == "ragmeter.metrics":
+            return [EntryPoint("mine", "ragmeter.metrics.lexical:lexical_metrics", group)]
+        return []
+
+    monkeypatch.setattr(registry_module, "entry_points", fake_entry_points)
+    registry = Registry()
+    assert "mine" in registry.names("metrics")
+    from ragmeter.metrics.base import MetricSettings
+
+    assert [m.name for m in registry.get("metrics", "mine")(MetricSettings())] == [
+        "exact_match",
+        "token_f1",
+    ]

@@ -6,6 +6,8 @@ run file so that a later ragmeter can read an older run.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from typing import Any, Literal
 
 from pydantic import (
@@ -217,15 +219,19 @@ class CaseResult(BaseModel):
     attempts: int = 1
 
 
-class Score(BaseModel):
-    """One metric's verdict on one case. ``value`` is None unless ``status`` is ok."""
+@dataclass(slots=True)
+class Score:
+    """One metric's verdict on one case. ``value`` is None unless ``status`` is ok.
+
+    A plain dataclass: a run makes one per case and metric, so it must be cheap to create.
+    """
 
     case_id: str
     metric: str
     value: float | None
     status: ScoreStatus = "ok"
     reason: str | None = None
-    details: dict[str, Any] = Field(default_factory=dict)
+    details: dict[str, Any] = dataclass_field(default_factory=dict)
 
 
 class MetricSummary(BaseModel):

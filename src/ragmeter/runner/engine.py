@@ -42,12 +42,16 @@ class RunInterruptedError(RuntimeError):
         self.run_id = run_id
 
 
-@dataclass
+@dataclass(repr=False)
 class RunOutcome:
     record: RunRecord
     results: list[CaseResult]
     scores: list[Score]
     run_file: Path | None
+
+    def __repr__(self) -> str:
+        # short on purpose: asyncio may format the finished task's result in messages
+        return f"RunOutcome(id={self.record.id!r}, results={len(self.results)})"
 
 
 def now_iso() -> str:
@@ -69,7 +73,8 @@ def metric_settings(config: EvalConfig) -> MetricSettings:
 async def ask(target: Target, case: Case, timeout_s: float) -> CaseResult:
     started = time.perf_counter()
     try:
-        response = await asyncio.wait_for(target.query(case), timeout_s)
+        async with asyncio.timeout(timeout_s):
+            response = await target.query(case)
     except TargetError as exc:
         return CaseResult(
             case_id=case.case_id,

@@ -24,33 +24,57 @@ def statistic(
     raise ValueError(f"unknown aggregation {aggregation!r}")
 
 
+class ResampleCache:
+    """Bootstrap resample indices for a given n, drawn once per seed and reused by every metric
+    with that many values (so metrics of one run are resampled on the same draws)."""
+
+    def __init__(self, resamples: int, seed: int) -> None:
+        self.resamples = resamples
+        self.seed = seed
+        self._blocks: dict[int, list[npt.NDArray[np.intp]]] = {}
+
+    def blocks(self, n: int) -> list[npt.NDArray[np.intp]]:
+        cached = self._blocks.get(n)
+        if cached is not None:
+            return cached
+        rng = np.random.default_rng(self.seed)
+        per_block = max(1, _BLOCK // n)
+        blocks = [
+            rng.integers(0, n, size=(min(per_block, self.resamples - start), n))
+            for start in range(0, self.resamples, per_block)
+        ]
+        if self.resamples * n <= _BLOCK:
+            self._blocks[n] = blocks
+        return blocks
+
+
 def bootstrap_interval(
     values: npt.NDArray[np.float64],
     aggregation: str = "mean",
     resamples: int = 1000,
     seed: int = 0,
     level: float = 0.95,
+    cache: ResampleCache | None = None,
 ) -> tuple[float, float] | None:
     """Percentile bootstrap interval of ``aggregation`` over ``values``; None if n < 2."""
     n = len(values)
     if n < 2 or resamples < 1:
         return None
-    rng = np.random.default_rng(seed)
-    per_block = max(1, _BLOCK // n)
-    stats: list[npt.NDArray[np.float64]] = []
-    for start in range(0, resamples, per_block):
-        count = min(per_block, resamples - start)
-        sample = values[rng.integers(0, n, size=(count, n))]
-        stats.append(statistic(sample, aggregation, axis=1))
-    all_stats = np.concatenate(stats)
+    if values.min() == values.max():
+        return float(values[0]), float(values[0])
+    cache = cache if cache is not None and cache.seed == seed else ResampleCache(resamples, seed)
+    stats = np.concatenate(
+        [statistic(values[block], aggregation, axis=1) for block in cache.blocks(n)]
+    )
     tail = (1.0 - level) / 2.0 * 100.0
-    low, high = np.percentile(all_stats, [tail, 100.0 - tail])
+    low, high = np.percentile(stats, [tail, 100.0 - tail])
     return float(low), float(high)
 
 
 def aggregate_scores(
     scores: list[Score], metrics: list[Metric], resamples: int = 1000, seed: int = 0
 ) -> Scorecard:
+    cache = ResampleCache(resamples, seed)
     by_metric: dict[str, list[Score]] = defaultdict(list)
     for score in scores:
         by_metric[score.metric].append(score)
@@ -59,7 +83,7 @@ def aggregate_scores(
     for metric in sorted(metrics, key=lambda m: GROUPS.index(m.group) if m.group in GROUPS else 99):
         entries = by_metric.get(metric.name, [])
         values = np.array([s.value for s in entries if s.status == "ok"], dtype=np.float64)
-        interval = bootstrap_interval(values, metric.aggregation, resamples, seed)
+        interval = bootstrap_interval(values, metric.aggregation, resamples, seed, cache=cache)
         summaries.append(
             MetricSummary(
                 name=metric.name,
