@@ -110,3 +110,53 @@ def test_measure_names() -> None:
         parse_measure("map.5")
     with pytest.raises(ValueError, match="unknown measure"):
         parse_measure("bpref")
+
+
+BATCH_MEASURES = [
+    *MEASURES,
+    *(parse_measure(f"f1.{k}") for k in CUTOFFS),
+    *(parse_measure(f"recip_rank.{k}") for k in CUTOFFS),
+]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    qrels_strategy,
+    run_strategy,
+    st.integers(min_value=1, max_value=2),
+    st.sampled_from(["linear", "exponential"]),
+)
+def test_batch_engine_equals_per_query_measures_and_trec_eval(
+    qrels: dict, run: dict, level: int, gain: str
+) -> None:
+    from ragmeter.metrics.ir_batch import evaluate_batch
+
+    batch = evaluate_batch(qrels, run, BATCH_MEASURES, relevance_level=level, gain=gain)  # type: ignore[arg-type]
+    assert batch.query_ids == sorted(set(qrels) & set(run))
+    per_query = batch.per_query()
+    expected = reference(qrels, run, level) if gain == "linear" else {}
+    for qid in batch.query_ids:
+        ours = query_measures(
+            trec_order(run[qid]), qrels[qid], BATCH_MEASURES, relevance_level=level, gain=gain
+        )  # type: ignore[arg-type]
+        for label, value in ours.items():
+            assert per_query[qid][label] == pytest.approx(value, abs=1e-9), (qid, label)
+        for label, value in expected.get(qid, {}).items():
+            ours_label = {"ndcg_cut_1000": "ndcg"}.get(label, label)
+            assert per_query[qid][ours_label] == pytest.approx(value, abs=1e-9), (qid, label)
+
+
+def test_batch_complete_adds_qrels_only_queries_as_zero() -> None:
+    from ragmeter.metrics.ir_batch import evaluate_batch
+
+    qrels = {"a": {"d1": 1}, "b": {"d2": 2, "d3": 1}}
+    run = {"a": {"d1": 1.0, "d9": 0.5}, "z": {"d1": 1.0}}
+    measures = [parse_measure("P.1"), parse_measure("num_rel")]
+    plain = evaluate_batch(qrels, run, measures)
+    assert plain.query_ids == ["a"] and plain.mean("P_1") == 1.0
+    complete = evaluate_batch(qrels, run, measures, complete=True)
+    assert complete.query_ids == ["a", "b"]
+    assert complete.per_query() == {
+        "a": {"P_1": 1.0, "num_rel": 1.0},
+        "b": {"P_1": 0.0, "num_rel": 2.0},
+    }

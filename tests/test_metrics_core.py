@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 from ragmeter.metrics import MetricSettings, resolve_metrics, score_case
 from ragmeter.metrics.abstention import detect_abstention
 from ragmeter.metrics.lexical import exact_match, normalize_answer, token_f1
-from ragmeter.metrics.retrieval import relevance_flags
+from ragmeter.metrics.retrieval import judge_case
 from ragmeter.models import Case, CaseResult, Response
 from ragmeter.registry import UnknownNameError
 
@@ -85,8 +85,13 @@ def test_doc_level_fallback_counts_each_document_once() -> None:
             chunk("e", "d2", 4),
         ]
     )
-    flags, n_relevant, level = relevance_flags(case, response)
-    assert (flags, n_relevant, level) == ([True, False, True], 2, "doc")
+    judged = judge_case(case, response)
+    assert (judged.level, judged.ranked[1], judged.qrel) == (
+        "doc",
+        "~unjudged~2",
+        {"d1": 1, "d2": 1},
+    )
+    assert [judged.ranked[0], judged.ranked[2]] == ["d1", "d2"]
     assert score("recall_at_3", case, response)[1] == 1.0
     assert score("precision_at_3", case, response)[1] == pytest.approx(2 / 3)
 

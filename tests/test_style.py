@@ -10,12 +10,17 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_ruff_clean() -> None:
-    result = subprocess.run([sys.executable, "-m", "ruff", "check", "src", "tests", "bench"],
-                            cwd=ROOT, capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "src", "tests", "bench"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_mypy_clean() -> None:
-    result = subprocess.run([sys.executable, "-m", "mypy"], cwd=ROOT, capture_output=True,
-                            text=True, timeout=600)
+    result = subprocess.run(
+        [sys.executable, "-m", "mypy"], cwd=ROOT, capture_output=True, text=True, timeout=600
+    )
     assert result.returncode == 0, result.stdout + result.stderr

@@ -9,7 +9,7 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -62,6 +62,9 @@ class EvalConfig(BaseModel):
         default_factory=lambda: ["retrieval", "lexical", "abstention", "performance"]
     )
     ks: list[int] = Field(default_factory=lambda: [1, 3, 5, 10])
+    relevance_level: int = Field(default=1, ge=1)
+    ndcg_gain: Literal["linear", "exponential"] = "linear"
+    require_snippet: bool = False
     abstention_phrases: list[str] = Field(default_factory=list)
     concurrency: int = Field(default=8, ge=1)
     case_timeout_s: float = Field(default=60.0, gt=0)

@@ -259,10 +259,11 @@ def show_command(run_id: str, store: str, show_cases: bool, as_json: bool) -> No
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["responses", "json"]),
+    type=click.Choice(["responses", "json", "trec-run", "trec-qrels"]),
     default="responses",
     show_default=True,
-    help="'responses': a JSONL replayable with --target replay:FILE.",
+    help="'responses': JSONL replayable with --target replay:FILE; 'trec-run' / 'trec-qrels': "
+    "the retrieval as TREC files (for trec_eval or 'ragmeter trec').",
 )
 @click.option("--output", "-o", required=True, type=click.Path(dir_okay=False))
 def export_command(run_id: str, store: str, fmt: str, output: str) -> None:
@@ -275,6 +276,17 @@ def export_command(run_id: str, store: str, fmt: str, output: str) -> None:
     if fmt == "json":
         document = run_document(record, results, run_store.get_scores(record.id))
         path.write_text(json.dumps(document, indent=2), encoding="utf-8")
+    elif fmt in ("trec-run", "trec-qrels"):
+        from ragmeter.reports.trec_export import export_trec
+
+        export_trec(
+            path,
+            fmt,
+            run_store.get_cases(record.id),
+            results,
+            record,
+            require_snippet=bool(record.config.get("require_snippet", False)),
+        )
     else:
         with path.open("w", encoding="utf-8") as handle:
             for result in results:
@@ -286,6 +298,79 @@ def export_command(run_id: str, store: str, fmt: str, output: str) -> None:
                     line["error_message"] = result.error_message
                 handle.write(json.dumps(line) + "\n")
     console.print(f"wrote {path} ({len(results)} cases)")
+
+
+@main.command("trec")
+@click.argument("qrels", type=click.Path(exists=True, dir_okay=False))
+@click.argument("run", type=click.Path(exists=True, dir_okay=False))
+@click.option(
+    "-m",
+    "--measure",
+    "measures",
+    multiple=True,
+    help="e.g. ndcg_cut.10, P.5, recall.100, map, recip_rank, recip_rank.10, Rprec, "
+    "success.5, f1.5 (repeatable; default: map, P.5, P.10, recall.100, "
+    "ndcg_cut.10, recip_rank, Rprec).",
+)
+@click.option("-q", "per_query", is_flag=True, help="Also print every query's values.")
+@click.option(
+    "-c",
+    "complete",
+    is_flag=True,
+    help="Average over every qrels query (missing in the run = 0), like trec_eval -c.",
+)
+@click.option(
+    "-l",
+    "--level",
+    "relevance_level",
+    default=1,
+    show_default=True,
+    help="Grade at which a document counts as relevant for binary measures.",
+)
+@click.option(
+    "--gain",
+    type=click.Choice(["linear", "exponential"]),
+    default="linear",
+    show_default=True,
+    help="nDCG gain: the grade (trec_eval) or 2^grade - 1.",
+)
+def trec_command(
+    qrels: str,
+    run: str,
+    measures: tuple[str, ...],
+    per_query: bool,
+    complete: bool,
+    relevance_level: int,
+    gain: str,
+) -> None:
+    """Evaluate a TREC run file against TREC qrels, printing trec_eval-style lines."""
+    from ragmeter.datasets.trec import read_qrels, read_run
+    from ragmeter.metrics.ir import MeasureError, parse_measure
+    from ragmeter.metrics.ir_batch import evaluate_batch
+
+    names = measures or ("map", "P.5", "P.10", "recall.100", "ndcg_cut.10", "recip_rank", "Rprec")
+    try:
+        parsed = list(dict.fromkeys(parse_measure(name) for name in names))
+        judgments, ranking = read_qrels(qrels), read_run(run)
+    except (MeasureError, DatasetError) as exc:
+        errors.print(f"error: {exc}", markup=False, highlight=False)
+        sys.exit(EXIT_BAD_INPUT)
+    result = evaluate_batch(
+        judgments,
+        ranking,
+        parsed,
+        relevance_level,
+        "exponential" if gain == "exponential" else "linear",
+        complete,
+    )
+    if per_query:
+        for position, query_id in enumerate(result.query_ids):
+            for measure in parsed:
+                value = result.values[measure.label][position]
+                click.echo(f"{measure.label:<22}\t{query_id}\t{value:.4f}")
+    click.echo(f"{'num_q':<22}\tall\t{len(result.query_ids)}")
+    for measure in parsed:
+        click.echo(f"{measure.label:<22}\tall\t{result.mean(measure.label):.4f}")
 
 
 @main.group("datasets")

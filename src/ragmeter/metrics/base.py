@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ragmeter.metrics.ir import Gain
 from ragmeter.models import Case, CaseResult, Response, Score
 
 MetricOutput = float | tuple[float, dict[str, Any]]
@@ -51,6 +52,18 @@ def _reports_cost(_: Case, response: Response | None) -> bool:
     )
 
 
+def _has_support_groups(case: Case, _: Response | None) -> bool:
+    return bool(case.required_support_groups)
+
+
+def _reports_scope(_: Case, response: Response | None) -> bool:
+    return response is not None and response.scope is not None
+
+
+def _reports_citations(_: Case, response: Response | None) -> bool:
+    return response is not None and "citations" in response.model_fields_set
+
+
 def _is_answerable(case: Case, _: Response | None) -> bool:
     return case.answerable
 
@@ -64,6 +77,9 @@ INPUTS: dict[str, tuple[Callable[[Case, Response | None], bool], str]] = {
     "reference_answer": (_has_reference, "case has no reference answer"),
     "gold_passages": (_has_gold, "case has no gold passages"),
     "retrieved": (_reports_retrieval, "target did not report retrieved chunks"),
+    "support_groups": (_has_support_groups, "case has no required support groups (not multi-hop)"),
+    "scope": (_reports_scope, "target did not report a search scope"),
+    "citations": (_reports_citations, "target did not report citations"),
     "cost": (_reports_cost, "target did not report a cost"),
     "answerable": (_is_answerable, "applies to answerable cases only"),
     "unanswerable": (_is_unanswerable, "applies to unanswerable cases only"),
@@ -75,6 +91,9 @@ class MetricSettings:
     """Parameters shared by the metric families (cutoffs, phrase lists, ...)."""
 
     ks: tuple[int, ...] = (1, 3, 5, 10)
+    relevance_level: int = 1
+    ndcg_gain: Gain = "linear"
+    require_snippet: bool = False
     abstention_phrases: tuple[str, ...] = ()
 
 

@@ -1,122 +1,299 @@
-"""Core retrieval metrics (recall@k, precision@k, hit rate@k, MRR) against gold passages.
+"""Retrieval metrics for ragmeter cases, computed with trec_eval's definitions.
 
-Matching level, in order of preference: chunk ids when the gold passages carry them, doc ids
-otherwise, else the rel_path + heading_path anchor (heading prefix match).
+Each case becomes one TREC query: its judgments (gold passages with grades) and the ranked
+items the system retrieved, at the first level the labels allow:
+
+- ``chunk``: gold passages carry chunk ids; a retrieved chunk is identified by its id;
+- ``doc``: gold passages carry doc ids; retrieved chunks are reduced to their documents, each
+  counted once at its first rank;
+- ``anchor``: gold passages carry ``rel_path`` (+ ``heading_path``); a retrieved chunk matches a
+  passage with the same ``rel_path`` whose heading path is a prefix of the chunk's (headings are
+  normalised to ``A > B``); each passage counts once.
+
+With ``require_snippet``, a chunk matches a passage that lists snippets only if its text holds
+one of them. The ranking is the system's own order (``rank``), not its scores. The level used is
+stored in every score's details.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from ragmeter.metrics.base import Metric, MetricOutput, MetricSettings
-from ragmeter.models import Case, GoldPassage, Response, RetrievedChunk
+from ragmeter.metrics.ir import Measure, query_measures
+from ragmeter.models import Case, Citation, GoldPassage, Response, RetrievedChunk
+
+Level = str
 
 
-def _anchor_matches(chunk: RetrievedChunk, gold: GoldPassage) -> bool:
-    if gold.rel_path is None or chunk.rel_path != gold.rel_path:
-        return False
-    return not gold.heading_path or (chunk.heading_path or "").startswith(gold.heading_path)
+@dataclass(frozen=True)
+class Judged:
+    """One case as a TREC query: ranked item ids and graded judgments."""
+
+    level: Level
+    ranked: list[str]
+    qrel: dict[str, int]
 
 
-def relevance_flags(case: Case, response: Response) -> tuple[list[bool], int, str]:
-    """Per retrieved item (rank order): relevant or not; the number of relevant items; level."""
+def _fold(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def all_passages(case: Case) -> list[GoldPassage]:
     passages = list(case.gold_passages)
     for group in case.required_support_groups:
         passages.extend(p for p in group.passages if p not in passages)
-    ranked = sorted(response.retrieved, key=lambda c: c.rank if c.rank is not None else 10**9)
-    relevant_passages = [p for p in passages if p.grade >= 1]
-    chunk_ids = {p.chunk_id for p in relevant_passages if p.chunk_id}
-    if chunk_ids:
-        return [c.id in chunk_ids for c in ranked], len(chunk_ids), "chunk"
-    doc_ids = {p.doc_id for p in relevant_passages if p.doc_id}
-    if doc_ids:
-        seen: set[str | None] = set()
-        flags = []
-        for chunk in ranked:
+    return passages
+
+
+def case_level(passages: list[GoldPassage]) -> Level:
+    if any(p.chunk_id for p in passages):
+        return "chunk"
+    if any(p.doc_id for p in passages):
+        return "doc"
+    return "anchor"
+
+
+def anchor_key(passage: GoldPassage) -> str:
+    return f"{passage.rel_path}#{passage.heading_path or ''}"
+
+
+def passage_key(passage: GoldPassage, level: Level) -> str | None:
+    if level == "chunk":
+        return passage.chunk_id
+    if level == "doc":
+        return passage.doc_id
+    return anchor_key(passage) if passage.rel_path else None
+
+
+def _snippet_ok(passage: GoldPassage, text: str, require_snippet: bool) -> bool:
+    if not require_snippet or not passage.snippets:
+        return True
+    folded = _fold(text)
+    return any(_fold(snippet) in folded for snippet in passage.snippets)
+
+
+def matches(
+    passage: GoldPassage,
+    item: RetrievedChunk | Citation,
+    level: Level,
+    require_snippet: bool = False,
+) -> bool:
+    """Does a retrieved chunk (or a citation) match a gold passage at this level?"""
+    if level == "chunk":
+        item_chunk = item.id if isinstance(item, RetrievedChunk) else item.chunk_id
+        if item_chunk is not None or isinstance(item, RetrievedChunk):
+            hit = passage.chunk_id is not None and item_chunk == passage.chunk_id
+        else:  # a citation without a chunk id is matched by its document
+            hit = passage.doc_id is not None and item.doc_id == passage.doc_id
+    elif level == "doc":
+        hit = passage.doc_id is not None and item.doc_id == passage.doc_id
+    else:
+        hit = (
+            passage.rel_path is not None
+            and item.rel_path == passage.rel_path
+            and (
+                not passage.heading_path
+                or (item.heading_path or "").startswith(passage.heading_path)
+            )
+        )
+    text = item.text if isinstance(item, RetrievedChunk) else (item.quote or "")
+    return hit and _snippet_ok(passage, text, require_snippet)
+
+
+def ranked_chunks(response: Response) -> list[RetrievedChunk]:
+    return sorted(response.retrieved, key=lambda c: c.rank if c.rank is not None else 10**9)
+
+
+def judge_case(case: Case, response: Response, require_snippet: bool = False) -> Judged:
+    passages = all_passages(case)
+    level = case_level(passages)
+    qrel: dict[str, int] = {}
+    for passage in passages:
+        key = passage_key(passage, level)
+        if key is not None:
+            qrel[key] = max(qrel.get(key, passage.grade), passage.grade)
+    ranked: list[str] = []
+    seen: set[str] = set()
+    for position, chunk in enumerate(ranked_chunks(response)):
+        if level == "doc":
             if chunk.doc_id in seen:
-                continue
-            seen.add(chunk.doc_id)
-            flags.append(chunk.doc_id in doc_ids)
-        return flags, len(doc_ids), "doc"
-    flags = [any(_anchor_matches(c, p) for p in relevant_passages) for c in ranked]
-    return flags, len(relevant_passages), "anchor"
+                continue  # a document counts once, at its first rank
+            seen.add(chunk.doc_id or f"~{position}")
+        candidates = [
+            p
+            for p in passages
+            if passage_key(p, level) is not None and matches(p, chunk, level, require_snippet)
+        ]
+        candidates.sort(key=lambda p: -p.grade)
+        key = next((k for p in candidates if (k := passage_key(p, level)) not in ranked), None)
+        ranked.append(key if key is not None else f"~unjudged~{position}")
+    return Judged(level, ranked, qrel)
 
 
-def _recall(k: int) -> Any:
+class _CaseMemo:
+    """Keeps the last case's measures: every retrieval metric of a case reads the same dict."""
+
+    def __init__(self, settings: MetricSettings, measures: list[Measure]) -> None:
+        self.settings = settings
+        self.measures = measures
+        self._case: Case | None = None  # held, so the identity check below cannot be fooled
+        self._response: Response | None = None
+        self._value: tuple[dict[str, float], Level] = ({}, "chunk")
+
+    def __call__(self, case: Case, response: Response) -> tuple[dict[str, float], Level]:
+        if case is not self._case or response is not self._response:
+            judged = judge_case(case, response, self.settings.require_snippet)
+            values = query_measures(
+                judged.ranked,
+                judged.qrel,
+                self.measures,
+                self.settings.relevance_level,
+                self.settings.ndcg_gain,
+            )
+            self._case, self._response, self._value = case, response, (values, judged.level)
+        return self._value
+
+
+def _reader(memo: _CaseMemo, label: str) -> Callable[[Case, Response], MetricOutput]:
     def compute(case: Case, response: Response) -> MetricOutput:
-        flags, n_relevant, level = relevance_flags(case, response)
-        if level == "anchor":
-            passages = [p for p in case.gold_passages if p.grade >= 1]
-            ranked = sorted(response.retrieved, key=lambda c: c.rank or 0)[:k]
-            found = sum(any(_anchor_matches(c, p) for c in ranked) for p in passages)
-        else:
-            found = sum(flags[:k])
-        return (found / n_relevant if n_relevant else 0.0), {"level": level}
+        values, level = memo(case, response)
+        return values[label], {"level": level}
 
     return compute
 
 
-def _precision(k: int) -> Any:
+def _groups_found(case: Case, response: Response, k: int, require_snippet: bool) -> list[bool]:
+    level = case_level(all_passages(case))
+    top = ranked_chunks(response)[:k]
+    return [
+        any(matches(p, chunk, level, require_snippet) for p in group.passages for chunk in top)
+        for group in case.required_support_groups
+    ]
+
+
+def _recall_any(k: int, require_snippet: bool) -> Callable[[Case, Response], MetricOutput]:
     def compute(case: Case, response: Response) -> MetricOutput:
-        flags, _, level = relevance_flags(case, response)
-        return sum(flags[:k]) / k, {"level": level}
+        found = _groups_found(case, response, k, require_snippet)
+        return float(any(found)), {"groups_found": sum(found), "groups": len(found)}
 
     return compute
 
 
-def _hit(k: int) -> Any:
+def _recall_all(k: int, require_snippet: bool) -> Callable[[Case, Response], MetricOutput]:
     def compute(case: Case, response: Response) -> MetricOutput:
-        flags, _, level = relevance_flags(case, response)
-        return float(any(flags[:k])), {"level": level}
+        found = _groups_found(case, response, k, require_snippet)
+        return float(all(found)), {"groups_found": sum(found), "groups": len(found)}
 
     return compute
 
 
-def _mrr(case: Case, response: Response) -> MetricOutput:
-    flags, _, level = relevance_flags(case, response)
-    rank = next((i for i, flag in enumerate(flags, start=1) if flag), None)
-    return (1.0 / rank if rank else 0.0), {"level": level, "first_relevant_rank": rank}
+def _in_scope(path: str, scope: list[str]) -> bool:
+    return any(path == s or path.startswith(s.rstrip("/") + "/") for s in scope)
+
+
+def _scope_miss(case: Case, response: Response) -> MetricOutput:
+    scope = response.scope or []
+    supports = [p for p in all_passages(case) if p.grade >= 1]
+    locations = [p.rel_path or p.doc_id or "" for p in supports]
+    missed = not any(_in_scope(location, scope) for location in locations if location)
+    return float(missed), {"scope": scope}
+
+
+def _attribution_hit(settings: MetricSettings) -> Callable[[Case, Response], MetricOutput]:
+    def compute(case: Case, response: Response) -> MetricOutput:
+        supports = [p for p in all_passages(case) if p.grade >= settings.relevance_level]
+        level = case_level(supports or all_passages(case))
+        hit = any(matches(p, c, level) for p in supports for c in response.citations)
+        return float(hit), {"level": level, "citations": len(response.citations)}
+
+    return compute
 
 
 def retrieval_metrics(settings: MetricSettings) -> list[Metric]:
     needs = ("gold_passages", "retrieved")
+    per_k = [
+        ("recall_at_{k}", "recall", "relevant items in the top {k} / all relevant items"),
+        ("precision_at_{k}", "P", "relevant items in the top {k} / {k}"),
+        ("f1_at_{k}", "f1", "harmonic mean of precision and recall at {k}"),
+        ("hit_rate_at_{k}", "success", "1 if a relevant item is in the top {k} (success@{k})"),
+        ("ndcg_at_{k}", "ndcg_cut", "graded nDCG over the top {k}"),
+        ("mrr_at_{k}", "recip_rank", "reciprocal rank of the first relevant item, 0 past {k}"),
+    ]
+    measures: list[Measure] = [Measure(name, k) for _, name, _ in per_k for k in settings.ks]
+    measures += [Measure("recip_rank"), Measure("map"), Measure("Rprec")]
+    memo = _CaseMemo(settings, measures)
     metrics = [
         Metric(
-            f"recall_at_{k}",
+            template.format(k=k),
             "retrieval",
-            _recall(k),
+            _reader(memo, Measure(name, k).label),
             needs,
-            description=f"fraction of gold passages found in the top {k}",
+            description=text.format(k=k),
         )
+        for template, name, text in per_k
         for k in settings.ks
     ]
     metrics += [
-        Metric(
-            f"precision_at_{k}",
-            "retrieval",
-            _precision(k),
-            needs,
-            description=f"fraction of the top {k} that is relevant (denominator {k})",
-        )
-        for k in settings.ks
-    ]
-    metrics += [
-        Metric(
-            f"hit_rate_at_{k}",
-            "retrieval",
-            _hit(k),
-            needs,
-            description=f"1 if any relevant item is in the top {k}",
-        )
-        for k in settings.ks
-    ]
-    metrics.append(
         Metric(
             "mrr",
             "retrieval",
-            _mrr,
+            _reader(memo, "recip_rank"),
             needs,
             description="reciprocal rank of the first relevant item (no cutoff)",
+        ),
+        Metric(
+            "map",
+            "retrieval",
+            _reader(memo, "map"),
+            needs,
+            description="average precision over all relevant items",
+        ),
+        Metric(
+            "r_precision",
+            "retrieval",
+            _reader(memo, "Rprec"),
+            needs,
+            description="precision at R, the number of relevant items",
+        ),
+    ]
+    snippet = settings.require_snippet
+    metrics += [
+        Metric(
+            f"recall_any_at_{k}",
+            "retrieval",
+            _recall_any(k, snippet),
+            ("support_groups", "retrieved"),
+            description=f"multi-hop: 1 if the top {k} hold evidence for any support group",
         )
-    )
+        for k in settings.ks
+    ]
+    metrics += [
+        Metric(
+            f"recall_all_at_{k}",
+            "retrieval",
+            _recall_all(k, snippet),
+            ("support_groups", "retrieved"),
+            description=f"multi-hop: 1 if the top {k} hold evidence for every support group",
+        )
+        for k in settings.ks
+    ]
+    metrics += [
+        Metric(
+            "scope_miss_rate",
+            "retrieval",
+            _scope_miss,
+            ("gold_passages", "scope"),
+            higher_is_better=False,
+            description="1 if the reported search scope excluded every gold passage",
+        ),
+        Metric(
+            "attribution_hit_rate",
+            "retrieval",
+            _attribution_hit(settings),
+            ("gold_passages", "answerable", "citations"),
+            description="1 if a citation matches a gold passage (answerable cases)",
+        ),
+    ]
     return metrics

@@ -67,7 +67,13 @@ def sample_cases(cases: list[Case], samples: int | None, seed: int) -> list[Case
 
 
 def metric_settings(config: EvalConfig) -> MetricSettings:
-    return MetricSettings(ks=tuple(config.ks), abstention_phrases=tuple(config.abstention_phrases))
+    return MetricSettings(
+        ks=tuple(config.ks),
+        relevance_level=config.relevance_level,
+        ndcg_gain=config.ndcg_gain,
+        require_snippet=config.require_snippet,
+        abstention_phrases=tuple(config.abstention_phrases),
+    )
 
 
 async def ask(target: Target, case: Case, timeout_s: float) -> CaseResult:

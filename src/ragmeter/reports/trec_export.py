@@ -1,0 +1,37 @@
+"""A stored run's retrieval as TREC files, with the same ids and judgments the retrieval
+metrics use (so ``ragmeter trec`` on the export reproduces the run's retrieval scores)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ragmeter.datasets.trec import write_qrels, write_run
+from ragmeter.metrics.retrieval import judge_case
+from ragmeter.models import Case, CaseResult, RunRecord
+
+
+def export_trec(
+    path: Path,
+    fmt: str,
+    cases: list[Case],
+    results: list[CaseResult],
+    record: RunRecord,
+    require_snippet: bool = False,
+) -> None:
+    by_id = {case.case_id: case for case in cases}
+    qrels: dict[str, dict[str, int]] = {}
+    run: dict[str, list[tuple[str, float]]] = {}
+    for result in results:
+        case = by_id[result.case_id]
+        if result.response is None or not (case.gold_passages or case.required_support_groups):
+            continue
+        judged = judge_case(case, result.response, require_snippet)
+        qrels[case.case_id] = judged.qrel
+        # scores follow the system's rank order, so trec_eval's score sort keeps that order
+        run[case.case_id] = [
+            (item, float(len(judged.ranked) - i)) for i, item in enumerate(judged.ranked)
+        ]
+    if fmt == "trec-qrels":
+        write_qrels(path, qrels)
+    else:
+        write_run(path, run, tag=record.name.replace(" ", "_"))
