@@ -66,6 +66,7 @@ class EvalConfig(BaseModel):
     ndcg_gain: Literal["linear", "exponential"] = "linear"
     require_snippet: bool = False
     abstention_phrases: list[str] = Field(default_factory=list)
+    embedder: str = "minilm"
     concurrency: int = Field(default=8, ge=1)
     case_timeout_s: float = Field(default=60.0, gt=0)
     samples: int | None = Field(default=None, ge=1)

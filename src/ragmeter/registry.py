@@ -34,6 +34,11 @@ _BUILTINS: dict[Kind, dict[str, str]] = {
         "lexical": "ragmeter.metrics.lexical:lexical_metrics",
         "abstention": "ragmeter.metrics.abstention:abstention_metrics",
         "performance": "ragmeter.metrics.performance:performance_metrics",
+        "context": "ragmeter.metrics.context:context_metrics",
+        "assertions": "ragmeter.metrics.assertions:assertion_metrics",
+        "citation": "ragmeter.metrics.citation:citation_metrics",
+        "grounding": "ragmeter.metrics.grounding:grounding_metrics",
+        "semantic": "ragmeter.metrics.semantic:semantic_metrics",
     },
     "targets": {
         "http": "ragmeter.targets.http:HttpTarget",

@@ -95,6 +95,7 @@ class MetricSettings:
     ndcg_gain: Gain = "linear"
     require_snippet: bool = False
     abstention_phrases: tuple[str, ...] = ()
+    embedder: str = "minilm"
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,10 @@ class Metric:
     unit: str | None = None
     description: str = ""
     on_result: Callable[[Case, CaseResult], MetricOutput] | None = field(default=None)
+    # called once with every (case, response) pair before any case is scored, so a family can
+    # batch expensive work (embeddings, judge calls) and cache it; metrics sharing one prepare
+    # function are prepared once
+    prepare: Callable[[list[tuple[Case, Response]]], None] | None = field(default=None)
 
     def __post_init__(self) -> None:
         unknown = [name for name in self.requires if name not in INPUTS]

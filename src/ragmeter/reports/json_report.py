@@ -43,5 +43,6 @@ def write_run_json(
     folder.mkdir(parents=True, exist_ok=True)
     stamp = record.created_at.replace(":", "").replace("-", "").split("+")[0]
     path = folder / f"{record.id}_{stamp}.json"
-    path.write_text(json.dumps(run_document(record, results, scores), indent=2), encoding="utf-8")
+    # compact: the C encoder is ~10x faster than the indenting one on large runs
+    path.write_text(json.dumps(run_document(record, results, scores)), encoding="utf-8")
     return path

@@ -73,6 +73,7 @@ def metric_settings(config: EvalConfig) -> MetricSettings:
         ndcg_gain=config.ndcg_gain,
         require_snippet=config.require_snippet,
         abstention_phrases=tuple(config.abstention_phrases),
+        embedder=config.embedder,
     )
 
 
@@ -169,7 +170,28 @@ def score_results(
     cases: list[Case], results: list[CaseResult], metrics: list[Metric]
 ) -> list[Score]:
     by_id = {case.case_id: case for case in cases}
-    return [score_case(metric, by_id[r.case_id], r) for r in results for metric in metrics]
+    answered = [(by_id[r.case_id], r.response) for r in results if r.response is not None]
+    prepare_errors: dict[int, str] = {}
+    for metric in metrics:
+        prepare = metric.prepare
+        if prepare is not None and id(prepare) not in prepare_errors:
+            try:
+                prepare(answered)
+                prepare_errors[id(prepare)] = ""
+            except Exception as exc:  # every case of these metrics is then marked failed
+                prepare_errors[id(prepare)] = (
+                    f"batch preparation failed: {type(exc).__name__}: {exc}"
+                )
+    scores: list[Score] = []
+    for result in results:
+        case = by_id[result.case_id]
+        for metric in metrics:
+            failure = prepare_errors.get(id(metric.prepare)) if metric.prepare else None
+            if failure:
+                scores.append(Score(case.case_id, metric.name, None, "failed", failure))
+            else:
+                scores.append(score_case(metric, case, result))
+    return scores
 
 
 def _record_config(stored: dict[str, Any]) -> EvalConfig:

@@ -63,6 +63,10 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX scores_by_metric ON scores (run_id, metric);
     """,
+    # 2: the primary key serves the lookups; the extra index only slowed writes
+    """
+    DROP INDEX scores_by_metric;
+    """,
 ]
 
 
