@@ -7,9 +7,14 @@ field, the answer text is matched against abstention phrases (configurable).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
-from ragmeter.metrics.base import Metric, MetricOutput, MetricSettings
+from ragmeter.metrics.base import Metric, MetricOutput, MetricSettings, SkipScore
+from ragmeter.metrics.lexical import normalize_answer, token_f1
+from ragmeter.metrics.textmatch import index_text, numbers, phrase_present
 from ragmeter.models import Case, Response
+
+CORRECT_F1 = 0.5
 
 DEFAULT_PHRASES = (
     "i don't know",
@@ -49,8 +54,49 @@ def detect_abstention(response: Response, phrases: tuple[str, ...] = ()) -> tupl
     return False, "no abstention phrase"
 
 
+def classify_answer(case: Case, response: Response, phrases: tuple[str, ...] = ()) -> str:
+    """Seed 001's classes by a documented heuristic (no judge):
+
+    - ``DON'T KNOW``: the response abstained;
+    - ``WRONG``: it answered an unanswerable question;
+    - ``CORRECT``: on an answerable question, the normalised reference occurs in the answer, or
+      token F1 >= 0.5, or every gold fact (or alias) is stated, or the expected number is there;
+    - ``WRONG`` otherwise.
+    """
+    if detect_abstention(response, phrases)[0]:
+        return "DON'T KNOW"
+    if not case.answerable:
+        return "WRONG"
+    reference = case.reference_answer or ""
+    if not (reference.strip() or case.gold_facts or case.expected_number):
+        raise SkipScore("case has no reference answer, gold facts or expected number")
+    answer = index_text(response.answer)
+    if reference.strip() and (
+        normalize_answer(reference) in normalize_answer(response.answer)
+        or token_f1(response.answer, reference) >= CORRECT_F1
+    ):
+        return "CORRECT"
+    if case.gold_facts and all(
+        any(phrase_present(p, answer) for p in (f.fact, *f.aliases)) for f in case.gold_facts
+    ):
+        return "CORRECT"
+    expected = case.expected_number
+    if expected is not None and any(
+        abs(n - expected.value) <= expected.tolerance for n in numbers(response.answer)
+    ):
+        return "CORRECT"
+    return "WRONG"
+
+
 def abstention_metrics(settings: MetricSettings) -> list[Metric]:
     phrases = settings.abstention_phrases
+
+    def share_of(label: str) -> Callable[[Case, Response], MetricOutput]:
+        def compute(case: Case, response: Response) -> MetricOutput:
+            found = classify_answer(case, response, phrases)
+            return float(found == label), {"class": found}
+
+        return compute
 
     def behaved(case: Case, response: Response) -> MetricOutput:
         abstained, how = detect_abstention(response, phrases)
@@ -93,5 +139,25 @@ def abstention_metrics(settings: MetricSettings) -> list[Metric]:
             ("unanswerable",),
             higher_is_better=False,
             description="on unanswerable questions: 1 if the system answered (hallucination rate)",
+        ),
+        Metric(
+            "correct_answer_rate",
+            "abstention",
+            share_of("CORRECT"),
+            description="share of answers classified CORRECT (heuristic; count = rate x n)",
+        ),
+        Metric(
+            "wrong_answer_rate",
+            "abstention",
+            share_of("WRONG"),
+            higher_is_better=False,
+            description="share of answers classified WRONG",
+        ),
+        Metric(
+            "dont_know_rate",
+            "abstention",
+            share_of("DON'T KNOW"),
+            higher_is_better=False,
+            description="share of answers classified DON'T KNOW (abstained)",
         ),
     ]

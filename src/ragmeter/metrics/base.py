@@ -124,6 +124,11 @@ class Metric:
             raise ValueError(f"metric {self.name}: give exactly one of compute and on_result")
 
 
+class SkipScore(Exception):
+    """Raised by a metric's compute function when the case lacks what the metric needs in a way
+    the declared inputs cannot express (e.g. a reference answer without numbers)."""
+
+
 MetricFamily = Callable[[MetricSettings], list[Metric]]
 
 
@@ -153,6 +158,8 @@ def score_case(metric: Metric, case: Case, result: CaseResult) -> Score:
                     )
             assert metric.compute is not None
             output = metric.compute(case, result.response)
+    except SkipScore as skip:
+        return Score(case.case_id, metric.name, None, "skipped", str(skip))
     except Exception as exc:  # a metric bug must not stop the run; it is recorded
         return Score(
             case_id=case.case_id,

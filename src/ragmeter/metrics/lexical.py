@@ -6,8 +6,10 @@ import re
 import string
 from collections import Counter
 
-from ragmeter.metrics.base import Metric, MetricOutput, MetricSettings
+from ragmeter.metrics.base import Metric, MetricOutput, MetricSettings, SkipScore
+from ragmeter.metrics.textmatch import index_text, numbers, phrase_present, words
 from ragmeter.models import Case, Response
+from ragmeter.targets.reference.text import STOP_WORDS
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
 _PUNCTUATION = str.maketrans("", "", string.punctuation)
@@ -36,12 +38,88 @@ def token_f1(prediction: str, reference: str) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
+_CAPITALISED = re.compile(r"\b[A-Z][\w-]*(?:\s+(?:[A-Z][\w-]*|\d[\d.,%]*))*")
+_NUMBER_TOKEN = re.compile(r"[-$€£]?\d[\d,]*(?:\.\d+)?%?")
+SOURCE_INDICATORS = (
+    "source:",
+    "table:",
+    "page",
+    "document",
+    "pdf",
+    "according to",
+    "based on",
+    "from",
+)
+
+
+def keywords(text: str) -> list[str]:
+    """Seed 000's keywords: capitalised phrases, numbers/percentages/currency, and words of 4+
+    characters that are not stop words (lowercased, de-duplicated, in order)."""
+    found = [m.group(0).strip() for m in _CAPITALISED.finditer(text)]
+    found += [m.group(0).rstrip(",") for m in _NUMBER_TOKEN.finditer(text)]
+    found += [w for w in words(text) if len(w) >= 4 and w not in STOP_WORDS]
+    return list(dict.fromkeys(k.lower() for k in found if k))
+
+
+def keyword_coverage(prediction: str, reference: str) -> tuple[float, list[str]] | None:
+    """(matched share, missing keywords); None when the reference has no keywords."""
+    expected = keywords(reference)
+    if not expected:
+        return None
+    answer = index_text(prediction)
+    missing = [k for k in expected if not phrase_present(k, answer)]
+    return 1.0 - len(missing) / len(expected), missing
+
+
+def number_match(prediction: str, reference: str) -> tuple[float, list[float]] | None:
+    expected = list(dict.fromkeys(numbers(reference)))
+    if not expected:
+        return None
+    found = set(numbers(prediction))
+    missing = [n for n in expected if n not in found]
+    return 1.0 - len(missing) / len(expected), missing
+
+
 def _exact_match(case: Case, response: Response) -> MetricOutput:
     return exact_match(response.answer, case.reference_answer or "")
 
 
 def _token_f1(case: Case, response: Response) -> MetricOutput:
     return token_f1(response.answer, case.reference_answer or "")
+
+
+def _keyword_coverage(case: Case, response: Response) -> MetricOutput:
+    result = keyword_coverage(response.answer, case.reference_answer or "")
+    if result is None:
+        raise SkipScore("reference answer has no keywords")
+    return result[0], {"missing": result[1]}
+
+
+def _number_match(case: Case, response: Response) -> MetricOutput:
+    result = number_match(response.answer, case.reference_answer or "")
+    if result is None:
+        raise SkipScore("reference answer has no numbers")
+    return result[0], {"missing": result[1]}
+
+
+def _completeness(case: Case, response: Response) -> MetricOutput:
+    reference = case.reference_answer or ""
+    expected_words = len(reference.split())
+    length_score = (
+        min(len(response.answer.split()) / expected_words, 1.0) if expected_words else 1.0
+    )
+    coverage = keyword_coverage(response.answer, reference)
+    keyword_score = coverage[0] if coverage is not None else 1.0
+    return (length_score + keyword_score) / 2, {
+        "length_score": length_score,
+        "keyword_score": keyword_score,
+    }
+
+
+def _source_citation(case: Case, response: Response) -> MetricOutput:
+    answer = response.answer.lower()
+    found = [i for i in SOURCE_INDICATORS if re.search(rf"(?<!\w){re.escape(i)}", answer)]
+    return min(len(found) / 3.0, 1.0), {"indicators": found}
 
 
 def lexical_metrics(_: MetricSettings) -> list[Metric]:
@@ -60,5 +138,35 @@ def lexical_metrics(_: MetricSettings) -> list[Metric]:
             _token_f1,
             needs,
             description="SQuAD token F1 between answer and reference",
+        ),
+        Metric(
+            "keyword_coverage",
+            "lexical",
+            _keyword_coverage,
+            needs,
+            description="share of the reference's keywords (capitalised phrases, numbers, "
+            "4+ letter words) found in the answer",
+        ),
+        Metric(
+            "number_match",
+            "lexical",
+            _number_match,
+            needs,
+            description="share of the reference's numbers found in the answer (1,000 = 1000)",
+        ),
+        Metric(
+            "answer_completeness",
+            "lexical",
+            _completeness,
+            needs,
+            description="mean of min(answer words / reference words, 1) and keyword coverage",
+        ),
+        Metric(
+            "source_citation_quality",
+            "lexical",
+            _source_citation,
+            ("answerable",),
+            description="source phrases in the answer text ('according to', 'page', ...), "
+            "min(found / 3, 1)",
         ),
     ]

@@ -1,0 +1,244 @@
+"""Citation metrics (seeds 002-004) and recency/conflict rules (seed 004).
+
+- validity by form: the cited id is among the retrieved chunks (chunk id, else doc id);
+- validity by content: the cited chunk holds most content words of some answer sentence (or of
+  the citation's own quote);
+- precision / recall against the gold passages, with the retrieval metrics' matching level;
+- section accuracy: the citation points to a gold passage's document and section
+  (``rel_path`` + ``heading_path`` prefix), using the retrieved chunk's anchor when the citation
+  carries only an id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ragmeter.metrics.base import Metric, MetricOutput, MetricSettings, SkipScore
+from ragmeter.metrics.retrieval import all_passages, case_level, matches
+from ragmeter.metrics.textmatch import content_tokens, fold
+from ragmeter.models import Case, Citation, GoldPassage, Response, RetrievedChunk
+from ragmeter.targets.reference.text import split_sentences
+
+CONTENT_SHARE = 0.5
+ACKNOWLEDGE_PHRASES = (
+    "previously",
+    "earlier",
+    "was updated",
+    "updated",
+    "supersede",
+    "replaced",
+    "replaces",
+    "changed",
+    "no longer",
+    "used to",
+    "older",
+    "outdated",
+    "conflict",
+    "however",
+    "instead of",
+    "formerly",
+    "originally",
+    "now ",
+)
+
+
+def _cited_chunk(citation: Citation, response: Response) -> RetrievedChunk | None:
+    for chunk in response.retrieved:
+        if citation.chunk_id is not None and chunk.id == citation.chunk_id:
+            return chunk
+    if citation.chunk_id is None and citation.doc_id is not None:
+        return next((c for c in response.retrieved if c.doc_id == citation.doc_id), None)
+    return None
+
+
+def _need_citations(response: Response) -> None:
+    if not response.citations:
+        raise SkipScore("answer has no citations")
+
+
+def _form(case: Case, response: Response) -> MetricOutput:
+    _need_citations(response)
+    valid = [_cited_chunk(c, response) is not None for c in response.citations]
+    return sum(valid) / len(valid), {
+        "invalid": [
+            c.chunk_id or c.doc_id
+            for c, ok in zip(response.citations, valid, strict=True)
+            if not ok
+        ]
+    }
+
+
+def _content(case: Case, response: Response) -> MetricOutput:
+    _need_citations(response)
+    sentences = [set(content_tokens(s)) for s in split_sentences(response.answer)]
+    sentences = [s for s in sentences if s]
+    valid = 0
+    for citation in response.citations:
+        chunk = _cited_chunk(citation, response)
+        if chunk is None:
+            continue
+        chunk_tokens = set(content_tokens(chunk.text))
+        claims = [set(content_tokens(citation.quote))] if citation.quote else sentences
+        if any(c and len(c & chunk_tokens) / len(c) >= CONTENT_SHARE for c in claims):
+            valid += 1
+    return valid / len(response.citations)
+
+
+def _gold(case: Case, settings: MetricSettings) -> list[GoldPassage]:
+    gold = [p for p in all_passages(case) if p.grade >= settings.relevance_level]
+    if not gold:
+        raise SkipScore("case has no relevant gold passages")
+    return gold
+
+
+def _precision(settings: MetricSettings) -> Callable[[Case, Response], MetricOutput]:
+    def compute(case: Case, response: Response) -> MetricOutput:
+        gold = _gold(case, settings)
+        _need_citations(response)
+        level = case_level(gold)
+        hits = [any(matches(p, c, level) for p in gold) for c in response.citations]
+        return sum(hits) / len(hits), {"level": level}
+
+    return compute
+
+
+def _recall(settings: MetricSettings) -> Callable[[Case, Response], MetricOutput]:
+    def compute(case: Case, response: Response) -> MetricOutput:
+        gold = _gold(case, settings)
+        level = case_level(gold)
+        cited = [any(matches(p, c, level) for c in response.citations) for p in gold]
+        return sum(cited) / len(cited), {"level": level}
+
+    return compute
+
+
+def _anchored(citation: Citation, response: Response) -> Citation:
+    if citation.rel_path is not None:
+        return citation
+    chunk = _cited_chunk(citation, response)
+    if chunk is None:
+        return citation
+    return citation.model_copy(
+        update={"rel_path": chunk.rel_path, "heading_path": chunk.heading_path}
+    )
+
+
+def _section(settings: MetricSettings) -> Callable[[Case, Response], MetricOutput]:
+    def compute(case: Case, response: Response) -> MetricOutput:
+        gold = [p for p in _gold(case, settings) if p.rel_path]
+        if not gold:
+            raise SkipScore("gold passages carry no rel_path/heading_path")
+        _need_citations(response)
+        hits = [
+            any(matches(p, _anchored(c, response), "anchor") for p in gold)
+            for c in response.citations
+        ]
+        return sum(hits) / len(hits)
+
+    return compute
+
+
+def _doc_of(citation: Citation, response: Response) -> str | None:
+    if citation.doc_id:
+        return citation.doc_id
+    chunk = _cited_chunk(citation, response)
+    return chunk.doc_id if chunk is not None else None
+
+
+def _expected_citations(case: Case, response: Response) -> MetricOutput:
+    if not case.expected_citations:
+        raise SkipScore("case declares no expected_citations")
+    cited = {_doc_of(c, response) for c in response.citations}
+    missing = [d for d in case.expected_citations if d not in cited]
+    total = len(case.expected_citations)
+    return (total - len(missing)) / total, {"missing": missing}
+
+
+def newer_and_older_docs(case: Case) -> tuple[set[str], set[str]]:
+    """The newer sources are ``expected_citations`` (else the highest-graded gold documents);
+    the older are the other gold documents."""
+    gold_docs = {p.doc_id for p in all_passages(case) if p.doc_id}
+    if case.expected_citations:
+        newer = set(case.expected_citations)
+    else:
+        top = max((p.grade for p in all_passages(case)), default=0)
+        newer = {p.doc_id for p in all_passages(case) if p.doc_id and p.grade == top}
+    return newer, gold_docs - newer
+
+
+def _recency(case: Case, response: Response) -> MetricOutput:
+    rule = case.recency_conflict_rule
+    if rule is None:
+        raise SkipScore("case declares no recency_conflict_rule")
+    newer, older = newer_and_older_docs(case)
+    cited = {_doc_of(c, response) for c in response.citations}
+    cites_newer = bool(newer & cited)
+    cites_older = bool(older & cited) if older else True
+    acknowledges = any(phrase in fold(response.answer) for phrase in ACKNOWLEDGE_PHRASES)
+    if rule == "cite_newer":
+        ok = cites_newer
+    elif rule == "cite_both":
+        ok = cites_newer and cites_older
+    else:
+        ok = cites_newer and cites_older and acknowledges
+    return float(ok), {
+        "rule": rule,
+        "cites_newer": cites_newer,
+        "cites_older": cites_older,
+        "acknowledges_conflict": acknowledges,
+    }
+
+
+def citation_metrics(settings: MetricSettings) -> list[Metric]:
+    return [
+        Metric(
+            "citation_validity_form",
+            "citation",
+            _form,
+            ("citations",),
+            description="share of citations whose id is among the retrieved chunks",
+        ),
+        Metric(
+            "citation_validity_content",
+            "citation",
+            _content,
+            ("citations", "retrieved"),
+            description="share of citations whose chunk holds most content words of an "
+            "answer sentence (or of the citation's quote)",
+        ),
+        Metric(
+            "citation_precision",
+            "citation",
+            _precision(settings),
+            ("citations",),
+            description="share of citations pointing to gold passages",
+        ),
+        Metric(
+            "citation_recall",
+            "citation",
+            _recall(settings),
+            ("citations", "answerable"),
+            description="share of gold passages that are cited",
+        ),
+        Metric(
+            "section_accuracy",
+            "citation",
+            _section(settings),
+            ("citations",),
+            description="share of citations pointing to a gold document and section",
+        ),
+        Metric(
+            "expected_citation_recall",
+            "citation",
+            _expected_citations,
+            ("citations",),
+            description="share of the case's expected_citations (doc ids) that are cited",
+        ),
+        Metric(
+            "recency_rule_satisfied",
+            "citation",
+            _recency,
+            ("citations",),
+            description="cite_newer / cite_both / acknowledge_both rule of a recency case",
+        ),
+    ]

@@ -1,0 +1,160 @@
+"""Context quality (seed 003): is the retrieved context useful, or repetitive?
+
+- ``redundancy_ngram``: mean over chunk pairs of |trigrams(a) & trigrams(b)| / min(|a|, |b|);
+- ``redundancy_tfidf``: mean pairwise cosine of TF-IDF vectors, idf over every chunk the run
+  retrieved (smoothed: ln((1 + N) / (1 + df)) + 1);
+- ``fact_dispersion``: mean number of retrieved chunks holding each gold fact (or an alias);
+- ``fact_recall_in_context``: share of gold facts that some retrieved chunk holds;
+- ``unique_token_ratio``: distinct / total word tokens over the whole retrieved context.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from itertools import combinations
+
+from ragmeter.metrics.base import Metric, MetricOutput, MetricSettings, SkipScore
+from ragmeter.metrics.textmatch import content_tokens, index_text, phrase_present, words
+from ragmeter.models import Case, Response
+
+NGRAM = 3
+
+
+def _texts(response: Response) -> list[str]:
+    return [chunk.text for chunk in response.retrieved if chunk.text.strip()]
+
+
+def _pairs_needed(texts: list[str]) -> None:
+    if len(texts) < 2:
+        raise SkipScore("fewer than 2 retrieved chunks with text")
+
+
+def ngrams(text: str, n: int = NGRAM) -> set[tuple[str, ...]]:
+    tokens = words(text)
+    return {tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1)}
+
+
+def ngram_redundancy(texts: list[str]) -> float:
+    grams = [ngrams(t) for t in texts]
+    overlaps = [
+        len(a & b) / min(len(a), len(b)) if a and b else 0.0 for a, b in combinations(grams, 2)
+    ]
+    return sum(overlaps) / len(overlaps)
+
+
+class IdfTable:
+    """Document frequencies over every retrieved chunk of a run (filled by ``prepare``)."""
+
+    def __init__(self) -> None:
+        self.df: Counter[str] = Counter()
+        self.documents = 0
+
+    def prepare(self, pairs: list[tuple[Case, Response]]) -> None:
+        self.df.clear()
+        self.documents = 0
+        for _, response in pairs:
+            for text in _texts(response):
+                self.documents += 1
+                self.df.update(set(content_tokens(text)))
+
+    def idf(self, term: str) -> float:
+        return math.log((1 + self.documents) / (1 + self.df.get(term, 0))) + 1.0
+
+    def vector(self, text: str) -> dict[str, float]:
+        counts = Counter(content_tokens(text))
+        vector = {term: count * self.idf(term) for term, count in counts.items()}
+        norm = math.sqrt(sum(v * v for v in vector.values()))
+        return {term: v / norm for term, v in vector.items()} if norm else {}
+
+
+def cosine(a: dict[str, float], b: dict[str, float]) -> float:
+    if len(a) > len(b):
+        a, b = b, a
+    return sum(value * b.get(term, 0.0) for term, value in a.items())
+
+
+def _facts_in_chunks(case: Case, response: Response) -> list[int]:
+    if not case.gold_facts:
+        raise SkipScore("case declares no gold_facts")
+    chunks = [index_text(t) for t in _texts(response)]
+    return [
+        sum(any(phrase_present(p, chunk) for p in (f.fact, *f.aliases)) for chunk in chunks)
+        for f in case.gold_facts
+    ]
+
+
+def context_metrics(_: MetricSettings) -> list[Metric]:
+    table = IdfTable()
+
+    def redundancy_ngram(case: Case, response: Response) -> MetricOutput:
+        texts = _texts(response)
+        _pairs_needed(texts)
+        return ngram_redundancy(texts), {"chunks": len(texts)}
+
+    def redundancy_tfidf(case: Case, response: Response) -> MetricOutput:
+        texts = _texts(response)
+        _pairs_needed(texts)
+        if table.documents == 0:
+            table.prepare([(case, response)])
+        vectors = [table.vector(t) for t in texts]
+        similarities = [cosine(a, b) for a, b in combinations(vectors, 2)]
+        return sum(similarities) / len(similarities), {"max_pair": max(similarities)}
+
+    def dispersion(case: Case, response: Response) -> MetricOutput:
+        counts = _facts_in_chunks(case, response)
+        return sum(counts) / len(counts), {"chunks_per_fact": counts}
+
+    def fact_recall(case: Case, response: Response) -> MetricOutput:
+        counts = _facts_in_chunks(case, response)
+        missing = [f.fact for f, c in zip(case.gold_facts, counts, strict=True) if c == 0]
+        return sum(c > 0 for c in counts) / len(counts), {"missing": missing}
+
+    def unique_ratio(case: Case, response: Response) -> MetricOutput:
+        tokens = [w for t in _texts(response) for w in words(t)]
+        if not tokens:
+            raise SkipScore("retrieved context is empty")
+        return len(set(tokens)) / len(tokens), {"tokens": len(tokens)}
+
+    needs = ("retrieved",)
+    return [
+        Metric(
+            "redundancy_ngram",
+            "context_quality",
+            redundancy_ngram,
+            needs,
+            higher_is_better=False,
+            description="mean pairwise word-trigram overlap between retrieved chunks",
+        ),
+        Metric(
+            "redundancy_tfidf",
+            "context_quality",
+            redundancy_tfidf,
+            needs,
+            higher_is_better=False,
+            prepare=table.prepare,
+            description="mean pairwise TF-IDF cosine between retrieved chunks",
+        ),
+        Metric(
+            "fact_dispersion",
+            "context_quality",
+            dispersion,
+            needs,
+            higher_is_better=False,
+            description="mean number of retrieved chunks holding each gold fact",
+        ),
+        Metric(
+            "fact_recall_in_context",
+            "context_quality",
+            fact_recall,
+            needs,
+            description="share of gold facts held by some retrieved chunk",
+        ),
+        Metric(
+            "unique_token_ratio",
+            "context_quality",
+            unique_ratio,
+            needs,
+            description="distinct / total word tokens in the retrieved context",
+        ),
+    ]

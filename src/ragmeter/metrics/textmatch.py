@@ -1,0 +1,80 @@
+"""Text matching shared by the offline answer metrics: normalisation, content tokens, numbers,
+and "does this phrase occur in that text" with light fuzziness."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from functools import lru_cache
+
+from ragmeter.targets.reference.text import STOP_WORDS, stem
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+_NUMBER = re.compile(
+    r"(?<![\w.])[-\u2212]?[$€£]?\d[\d,]*(?:\.\d+)?(?:\s?%| percent\b)?", re.IGNORECASE
+)
+
+
+def fold(text: str) -> str:
+    """Lowercase, unicode-compatible, typographic quotes and dashes made plain, spaces folded."""
+    text = unicodedata.normalize("NFKC", text).lower()
+    text = text.replace("\u2019", "'").replace("\u2018", "'").replace("\u2013", "-")
+    return " ".join(text.split())
+
+
+def words(text: str) -> list[str]:
+    return _WORD.findall(fold(text))
+
+
+def content_tokens(text: str) -> list[str]:
+    """Words that carry content: stop words dropped, plurals stemmed."""
+    return [stem(w) for w in words(text) if w not in STOP_WORDS]
+
+
+def parse_number(token: str) -> float | None:
+    """``"1,000"`` -> 1000, ``"15%"`` / ``"15 percent"`` -> 15, ``"$604"`` -> 604, ``"-0.133%"``."""
+    cleaned = token.strip().lower().replace("\u2212", "-")
+    for unit in ("percent", "%", "$", "€", "£", ","):
+        cleaned = cleaned.replace(unit, "")
+    try:
+        return float(cleaned.strip())
+    except ValueError:
+        return None
+
+
+def numbers(text: str) -> list[float]:
+    found = (parse_number(match.group(0)) for match in _NUMBER.finditer(text))
+    return [value for value in found if value is not None]
+
+
+@dataclass(frozen=True)
+class IndexedText:
+    """A text prepared once for many phrase look-ups."""
+
+    folded: str
+    tokens: frozenset[str]
+    numbers: frozenset[float]
+
+
+@lru_cache(maxsize=4096)
+def index_text(text: str) -> IndexedText:
+    return IndexedText(fold(text), frozenset(content_tokens(text)), frozenset(numbers(text)))
+
+
+def phrase_present(phrase: str, text: IndexedText, min_token_share: float = 1.0) -> bool:
+    """True when ``phrase`` occurs in ``text``: as a folded substring, or when at least
+    ``min_token_share`` of its content tokens (numbers compared by value) occur in the text."""
+    folded = fold(phrase)
+    if not folded:
+        return False
+    if folded in text.folded:
+        return True
+    phrase_numbers = numbers(phrase)
+    if any(n not in text.numbers for n in phrase_numbers):
+        return False
+    tokens = [t for t in content_tokens(phrase) if not t.replace(".", "").isdigit()]
+    if not tokens:
+        return bool(phrase_numbers)
+    share = sum(t in text.tokens for t in tokens) / len(tokens)
+    return share >= min_token_share
