@@ -8,12 +8,10 @@ import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 
+from ragmeter.metrics.numbers import extract_numbers
 from ragmeter.targets.reference.text import STOP_WORDS, stem
 
 _WORD = re.compile(r"\w+", re.UNICODE)
-_NUMBER = re.compile(
-    r"(?<![\w.])[-\u2212]?[$€£]?\d[\d,]*(?:\.\d+)?(?:\s?%| percent\b)?", re.IGNORECASE
-)
 
 
 def fold(text: str) -> str:
@@ -33,19 +31,14 @@ def content_tokens(text: str) -> list[str]:
 
 
 def parse_number(token: str) -> float | None:
-    """``"1,000"`` -> 1000, ``"15%"`` / ``"15 percent"`` -> 15, ``"$604"`` -> 604, ``"-0.133%"``."""
-    cleaned = token.strip().lower().replace("\u2212", "-")
-    for unit in ("percent", "%", "$", "€", "£", ","):
-        cleaned = cleaned.replace(unit, "")
-    try:
-        return float(cleaned.strip())
-    except ValueError:
-        return None
+    """The value of the first number in ``token`` (``"1,000"`` -> 1000, ``"15%"`` -> 15)."""
+    found = extract_numbers(token)
+    return found[0].value if found else None
 
 
 def numbers(text: str) -> list[float]:
-    found = (parse_number(match.group(0)) for match in _NUMBER.finditer(text))
-    return [value for value in found if value is not None]
+    """Every number ``text`` states, normalised (see :mod:`ragmeter.metrics.numbers`)."""
+    return [mention.value for mention in extract_numbers(text)]
 
 
 @dataclass(frozen=True)
