@@ -154,7 +154,5 @@ def test_registry_loads_entry_point_plugins(monkeypatch: pytest.MonkeyPatch) -> 
     assert "mine" in registry.names("metrics")
     from ragmeter.metrics.base import MetricSettings
 
-    assert [m.name for m in registry.get("metrics", "mine")(MetricSettings())] == [
-        "exact_match",
-        "token_f1",
-    ]
+    names = [m.name for m in registry.get("metrics", "mine")(MetricSettings())]
+    assert names[:2] == ["exact_match", "token_f1"]

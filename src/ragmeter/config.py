@@ -51,6 +51,15 @@ class TargetConfig(BaseModel):
     options: dict[str, Any] = Field(default_factory=dict)
 
 
+class ModelPrice(BaseModel):
+    """USD per 1,000 tokens for one model (seed 002's cost table)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    input_per_1k: float = Field(ge=0)
+    output_per_1k: float = Field(ge=0)
+
+
 class EvalConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -59,7 +68,15 @@ class EvalConfig(BaseModel):
     field_map: dict[str, str] = Field(default_factory=dict)
     target: TargetConfig = Field(default_factory=TargetConfig)
     metrics: list[str] = Field(
-        default_factory=lambda: ["retrieval", "lexical", "abstention", "performance"]
+        default_factory=lambda: [
+            "retrieval",
+            "lexical",
+            "assertions",
+            "context",
+            "citation",
+            "abstention",
+            "performance",
+        ]
     )
     ks: list[int] = Field(default_factory=lambda: [1, 3, 5, 10])
     relevance_level: int = Field(default=1, ge=1)
@@ -72,6 +89,16 @@ class EvalConfig(BaseModel):
     samples: int | None = Field(default=None, ge=1)
     seed: int = 0
     bootstrap_resamples: int = Field(default=1000, ge=0)
+    breakdowns: list[str] = Field(default_factory=lambda: ["category", "difficulty", "answerable"])
+    # weighted score (seed 002): objective -> weight, objective -> feeds ("group:NAME" or a
+    # metric name); None means the documented defaults (ragmeter.scoring.weighted)
+    weights: dict[str, float] | None = None
+    objectives: dict[str, list[str]] | None = None
+    reference_cost_usd: float = Field(default=0.01, gt=0)
+    reference_latency_ms: float = Field(default=1000.0, gt=0)
+    # targets (seed 003): {metric: "> 0.6"} or a list; None means the default table
+    targets: dict[str, str] | list[Any] | None = None
+    prices: dict[str, ModelPrice] = Field(default_factory=dict)
     store: str = ".ragmeter/runs.db"
     output_dir: str = ".ragmeter/runs"
     progress: bool = True

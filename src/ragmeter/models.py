@@ -263,6 +263,41 @@ class Scorecard(BaseModel):
         return next((m for m in self.metrics if m.name == name), None)
 
 
+class ObjectiveScore(BaseModel):
+    """One objective of the weighted score: its value and the metrics that fed it."""
+
+    name: str
+    value: float | None
+    weight: float
+    metrics: list[str] = Field(default_factory=list)
+
+
+class WeightedScore(BaseModel):
+    """Seed 002's weighted score: objectives combined with weights renormalised over the
+    objectives that have a value; ``missing`` names the objectives left out."""
+
+    score: float | None
+    objectives: dict[str, float | None]
+    weights: dict[str, float]
+    effective_weights: dict[str, float]
+    missing: list[str] = Field(default_factory=list)
+    detail: list[ObjectiveScore] = Field(default_factory=list)
+
+
+TargetStatus = Literal["pass", "fail", "not_measured"]
+
+
+class TargetResult(BaseModel):
+    """One row of the targets table (seed 003): metric, comparison, threshold and verdict."""
+
+    metric: str
+    op: str
+    threshold: float
+    value: float | None
+    status: TargetStatus
+    perspective: str | None = None
+
+
 class RunRecord(BaseModel):
     """A run as stored and as written to its JSON file (seed 002's Run Output, extended)."""
 
@@ -277,3 +312,7 @@ class RunRecord(BaseModel):
     scorecard: Scorecard | None = None
     question_count: int = 0
     error_count: int = 0
+    breakdowns: dict[str, dict[str, list[MetricSummary]]] = Field(default_factory=dict)
+    weighted_score: WeightedScore | None = None
+    targets: list[TargetResult] = Field(default_factory=list)
+    performance: dict[str, Any] = Field(default_factory=dict)

@@ -28,6 +28,7 @@ errors = Console(stderr=True)
 
 EXIT_BAD_INPUT = 2
 EXIT_TARGET_DOWN = 3
+EXIT_GATE = 4
 EXIT_INTERRUPTED = 130
 
 
@@ -84,6 +85,26 @@ def main() -> None:
 @click.option("--output-dir", help="Folder for run JSON files (default .ragmeter/runs).")
 @click.option("--resume", help="Finish an interrupted run by its id.")
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
+@click.option(
+    "--breakdown",
+    "breakdowns",
+    multiple=True,
+    help="Break the scorecard down by a case field or metadata.FIELD (repeatable; "
+    "default: category, difficulty, answerable).",
+)
+@click.option(
+    "--targets",
+    "targets_file",
+    type=click.Path(dir_okay=False),
+    help="YAML targets ({metric: '> 0.6'} or a list); replaces the default table.",
+)
+@click.option("--gate", is_flag=True, help="Exit 4 when a target fails (after storing the run).")
+@click.option(
+    "--baseline",
+    help="Run id or run JSON file: check the new run for regressions against it (exit 4).",
+)
+@click.option("--margin", default=0.02, show_default=True, help="Regression margin.")
+@click.option("--alpha", default=0.05, show_default=True, help="Significance level.")
 def eval_command(
     config_file: str | None,
     datasets: tuple[str, ...],
@@ -102,6 +123,12 @@ def eval_command(
     output_dir: str | None,
     resume: str | None,
     no_progress: bool,
+    breakdowns: tuple[str, ...],
+    targets_file: str | None,
+    gate: bool,
+    baseline: str | None,
+    margin: float,
+    alpha: float,
 ) -> None:
     """Ask every case, score, store the run and print the scorecard.
 
@@ -141,15 +168,81 @@ def eval_command(
         overrides["case_timeout_s"] = max(timeout_s * 3, timeout_s + 1)
     if no_progress:
         overrides["progress"] = False
+    if breakdowns:
+        overrides["breakdowns"] = list(breakdowns)
     try:
+        if targets_file:
+            overrides["targets"] = _read_targets(targets_file)
         config = load_config(config_file, overrides)
     except ConfigError as exc:
         errors.print(f"[red]error:[/red] {exc}")
         sys.exit(EXIT_BAD_INPUT)
-    _run_eval(config, resume)
+    record = _run_eval(config, resume)
+    failed = False
+    if baseline:
+        failed = _check_baseline(config, baseline, record.id, margin, alpha)
+    if gate:
+        from ragmeter.scoring.targets import failed as failed_targets
+
+        missed = failed_targets(record.targets)
+        if missed:
+            errors.print(
+                "[red]gate: targets failed:[/red] "
+                + ", ".join(
+                    f"{t.metric} {t.value:.3f} (target {t.op} {t.threshold:g})"
+                    for t in missed
+                    if t.value is not None
+                )
+            )
+            failed = True
+    if failed:
+        sys.exit(EXIT_GATE)
 
 
-def _run_eval(config: EvalConfig, resume: str | None) -> None:
+def _read_targets(path: str) -> Any:
+    import yaml
+
+    try:
+        loaded = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"{path}: cannot read targets: {exc}") from exc
+    if isinstance(loaded, dict) and set(loaded) == {"targets"}:
+        loaded = loaded["targets"]
+    if not isinstance(loaded, dict | list):
+        raise ConfigError(f"{path}: targets must be a mapping or a list")
+    return loaded
+
+
+def _check_baseline(
+    config: EvalConfig, baseline: str, run_id: str, margin: float, alpha: float
+) -> bool:
+    """Compare the new run with the baseline, print it; True if a metric regressed."""
+    from ragmeter.reports.compare_console import comparison_table
+    from ragmeter.scoring.compare import RunScores, compare_runs
+
+    run_store = RunStore(config.store)
+    try:
+        base = RunScores.load(run_store, baseline)
+        cand = RunScores.from_store(run_store, run_id)
+        comparison = compare_runs(base, cand, alpha=alpha, margin=margin, seed=config.seed)
+    except (RunNotFoundError, ValueError) as exc:
+        errors.print(f"[red]error:[/red] baseline {baseline!r}: {exc}", highlight=False)
+        sys.exit(EXIT_BAD_INPUT)
+    finally:
+        run_store.close()
+    console.print(comparison_table(comparison))
+    regressions = comparison.regressions
+    if regressions:
+        errors.print(
+            f"[red]regression against {base.record.id}:[/red] "
+            + ", ".join(
+                f"{r.metric} (Δ {r.mean_diff:+.3f}, p {r.p_value:.4f})" for r in regressions
+            )
+        )
+    return bool(regressions)
+
+
+def _run_eval(config: EvalConfig, resume: str | None) -> RunRecord:
     from ragmeter.runner.engine import RunInterruptedError, run_evaluation_async
 
     progress = Progress(
@@ -190,6 +283,7 @@ def _run_eval(config: EvalConfig, resume: str | None) -> None:
         sys.exit(EXIT_INTERRUPTED)
     print_run(outcome.record, console)
     console.print(f"stored in {config.store} · run file {outcome.run_file}")
+    return outcome.record
 
 
 @main.command("runs")
@@ -227,11 +321,28 @@ def _open_run(store: str, run_id: str) -> tuple[RunStore, RunRecord]:
 @click.option("--store", default=".ragmeter/runs.db", show_default=True)
 @click.option("--cases", "show_cases", is_flag=True, help="Also list every case's outcome.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run as JSON.")
-def show_command(run_id: str, store: str, show_cases: bool, as_json: bool) -> None:
+@click.option(
+    "--by",
+    "by_field",
+    help="Print the breakdown by a case field (category, tags, difficulty, answerable, "
+    "query_type, dataset, metadata.FIELD).",
+)
+@click.option("--metric", "by_metrics", multiple=True, help="Limit --by to these metrics.")
+def show_command(
+    run_id: str,
+    store: str,
+    show_cases: bool,
+    as_json: bool,
+    by_field: str | None,
+    by_metrics: tuple[str, ...],
+) -> None:
     """Print one run's scorecard (a unique id prefix is enough)."""
     from ragmeter.reports.json_report import run_document
 
     run_store, record = _open_run(store, run_id)
+    if by_field:
+        _print_breakdown(run_store, record, by_field, list(by_metrics))
+        return
     if as_json:
         document = run_document(
             record, run_store.get_results(record.id), run_store.get_scores(record.id)
@@ -250,6 +361,228 @@ def show_command(run_id: str, store: str, show_cases: bool, as_json: bool) -> No
                 f"{result.error_type}: {result.error_message}" if result.error_type else "",
                 f"{result.latency_ms:.1f}" if result.latency_ms is not None else "-",
             )
+        console.print(table)
+
+
+def _print_breakdown(
+    run_store: RunStore, record: RunRecord, field: str, metrics: list[str]
+) -> None:
+    """The stored breakdown, or one computed now from the stored scores."""
+    from ragmeter.reports.console import breakdown_table
+    from ragmeter.scoring.breakdowns import BreakdownFieldError
+
+    groups = record.breakdowns.get(field)
+    if groups is None:
+        from ragmeter.metrics import resolve_metrics
+        from ragmeter.runner.engine import _record_config, metric_settings
+        from ragmeter.scoring.aggregate import aggregate_with_breakdowns
+
+        config = _record_config(record.config)
+        try:
+            _, computed = aggregate_with_breakdowns(
+                run_store.get_scores(record.id),
+                resolve_metrics(config.metrics, metric_settings(config)),
+                run_store.get_cases(record.id),
+                [field],
+                config.bootstrap_resamples,
+                config.seed,
+            )
+        except (BreakdownFieldError, UnknownNameError) as exc:
+            errors.print(f"[red]error:[/red] {exc}", highlight=False)
+            sys.exit(EXIT_BAD_INPUT)
+        groups = computed[field]
+    console.print(breakdown_table(field, groups, metrics or None))
+
+
+@main.command("compare")
+@click.argument("baseline")
+@click.argument("candidates", nargs=-1, required=True)
+@click.option("--store", default=".ragmeter/runs.db", show_default=True)
+@click.option("--metric", "metrics", multiple=True, help="Compare only these metrics.")
+@click.option("--alpha", default=0.05, show_default=True, help="Significance level.")
+@click.option(
+    "--margin",
+    default=0.02,
+    show_default=True,
+    help="Smallest worsening that counts as a regression (absolute; relative for ms/USD).",
+)
+@click.option(
+    "--fail-on-regression", is_flag=True, help="Exit 4 if a candidate regressed on any metric."
+)
+@click.option("--gate-performance", is_flag=True, help="Also gate latency, cost and error metrics.")
+@click.option("--pareto", is_flag=True, help="Mark runs on the quality/cost/latency frontier.")
+@click.option("--quality", help="Quality axis for --pareto (default: the weighted score).")
+@click.option("--all", "show_all", is_flag=True, help="Also list metrics that did not change.")
+@click.option("--seed", default=0, show_default=True, help="Seed of the resampling tests.")
+@click.option("--json", "as_json", is_flag=True, help="Print the comparisons as JSON.")
+def compare_command(
+    baseline: str,
+    candidates: tuple[str, ...],
+    store: str,
+    metrics: tuple[str, ...],
+    alpha: float,
+    margin: float,
+    fail_on_regression: bool,
+    gate_performance: bool,
+    pareto: bool,
+    quality: str | None,
+    show_all: bool,
+    seed: int,
+    as_json: bool,
+) -> None:
+    """Compare CANDIDATE runs with BASELINE case by case (run ids or run JSON files).
+
+    Paired tests on the shared cases: exact McNemar for 0/1 metrics, sign-flip permutation
+    for the others; a regression is significantly worse by at least --margin.
+    """
+    from ragmeter.reports.compare_console import (
+        comparison_table,
+        flips_lines,
+        methods_table,
+        pareto_table,
+    )
+    from ragmeter.scoring.compare import RunScores, compare_runs
+
+    run_store = RunStore(store)
+    try:
+        base = RunScores.load(run_store, baseline)
+        others = [RunScores.load(run_store, c) for c in candidates]
+        comparisons = [
+            compare_runs(
+                base,
+                other,
+                alpha=alpha,
+                margin=margin,
+                metrics=list(metrics) or None,
+                gate_performance=gate_performance,
+                seed=seed,
+            )
+            for other in others
+        ]
+    except (RunNotFoundError, ValueError) as exc:
+        errors.print(f"[red]error:[/red] {exc} ({store})", highlight=False)
+        sys.exit(EXIT_BAD_INPUT)
+    runs = [base, *others]
+    points: list[Any] = []
+    dropped: list[str] = []
+    if pareto:
+        points, dropped = _pareto_points([r.record for r in runs], quality)
+    if as_json:
+        document: dict[str, Any] = {"comparisons": [c.model_dump(mode="json") for c in comparisons]}
+        if pareto:
+            document["pareto"] = {
+                "quality": quality or "weighted_score",
+                "left_out": dropped,
+                "points": [vars(p) for p in points],
+            }
+        click.echo(json.dumps(document, indent=2))
+    else:
+        for comparison in comparisons:
+            console.print(comparison_table(comparison, show_all))
+            for line in flips_lines(comparison.rows):
+                console.print(f"  {line}", highlight=False, markup=False)
+        if len(runs) > 2 or show_all:
+            shown = list(metrics) or _headline_metrics(runs[0].record)
+            console.print(methods_table([r.record for r in runs], shown))
+        if pareto:
+            console.print(pareto_table(points, quality or "weighted score", dropped))
+    regressed = [c for c in comparisons if c.regressions]
+    for comparison in regressed:
+        errors.print(
+            f"[red]regression:[/red] {comparison.candidate} vs {comparison.baseline}: "
+            + ", ".join(r.metric for r in comparison.regressions)
+        )
+    if fail_on_regression and regressed:
+        sys.exit(EXIT_GATE)
+
+
+def _headline_metrics(record: RunRecord, limit: int = 6) -> list[str]:
+    if record.scorecard is None:
+        return []
+    wanted = ["recall_at_5", "ndcg_at_5", "mrr", "token_f1", "unanswerable_accuracy", "latency_p50"]
+    present = [name for name in wanted if record.scorecard.get(name) is not None]
+    return present or [m.name for m in record.scorecard.metrics[:limit]]
+
+
+def _pareto_points(records: list[RunRecord], quality: str | None) -> tuple[list[Any], list[str]]:
+    from ragmeter.scoring.pareto import ParetoPoint, pareto_frontier
+
+    def value(record: RunRecord, name: str) -> float | None:
+        summary = record.scorecard.get(name) if record.scorecard else None
+        return summary.value if summary is not None else None
+
+    points = [
+        ParetoPoint(
+            run_id=record.id,
+            quality=value(record, quality)
+            if quality
+            else (record.weighted_score.score if record.weighted_score else None),
+            cost=value(record, "cost_per_query"),
+            latency=value(record, "latency_p50"),
+        )
+        for record in records
+    ]
+    return pareto_frontier(points)
+
+
+@main.command("stats")
+@click.argument("run_id", required=False)
+@click.option("--dataset", "-d", "datasets", multiple=True, help="Dataset (repeatable).")
+@click.option("--store", default=".ragmeter/runs.db", show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the statistics as JSON.")
+def stats_command(run_id: str | None, datasets: tuple[str, ...], store: str, as_json: bool) -> None:
+    """Summarise datasets (counts, gold passages, question length) and, given RUN_ID, a run
+    (errors by type, latency percentiles, metric coverage). No dataset and no run: the demo."""
+    from ragmeter.datasets import load_datasets
+    from ragmeter.reports.stats import dataset_stats, run_stats
+
+    document: dict[str, Any] = {}
+    if run_id is not None:
+        run_store, record = _open_run(store, run_id)
+        cases = run_store.get_cases(record.id)
+        document["run"] = run_stats(
+            record, run_store.get_results(record.id), run_store.get_scores(record.id)
+        )
+        if not datasets:
+            document["dataset"] = dataset_stats(cases)
+    if datasets or run_id is None:
+        try:
+            document["dataset"] = dataset_stats(load_datasets(list(datasets) or ["demo"]))
+        except DatasetError as exc:
+            errors.print(f"error: {exc}", markup=False, highlight=False)
+            sys.exit(EXIT_BAD_INPUT)
+    if as_json:
+        click.echo(json.dumps(document, indent=2))
+        return
+    _print_stats(document)
+
+
+def _print_stats(document: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    for section, stats in document.items():
+        table = Table("statistic", "value", title=section, title_justify="left")
+        for key, value in stats.items():
+            if (
+                isinstance(value, dict)
+                and value
+                and all(isinstance(v, dict) for v in value.values())
+            ):
+                text = "\n".join(
+                    f"{name}: " + ", ".join(f"{k} {v}" for k, v in row.items())
+                    for name, row in value.items()
+                )
+            elif isinstance(value, dict):
+                text = (
+                    ", ".join(
+                        f"{k} {v:.1f}" if isinstance(v, float) else f"{k} {v}"
+                        for k, v in value.items()
+                    )
+                    or "-"
+                )
+            else:
+                text = str(value)
+            table.add_row(key.replace("_", " "), text)
         console.print(table)
 
 

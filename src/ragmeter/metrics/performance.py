@@ -1,9 +1,27 @@
-"""Operational metrics: latency percentiles, error rate, cost per query."""
+"""Operational metrics and the run's performance summary.
+
+Metrics (per case, aggregated by the scorecard): latency p50/p95/p99 of the end-to-end time,
+error rate, cost per query.
+
+The performance summary (``performance_summary``, stored with the run) adds what a per-case
+metric cannot hold: latency percentiles of every stage the target reported in
+``response.latency_ms`` (``retrieve``, ``generate``, ...), the system's cost (reported by the
+target, or priced from token usage with the ``prices`` table), and a separate place for the
+cost of LLM judges.
+"""
 
 from __future__ import annotations
 
+from collections import Counter
+from typing import Any
+
+import numpy as np
+
+from ragmeter.config import ModelPrice
 from ragmeter.metrics.base import Metric, MetricOutput, MetricSettings
-from ragmeter.models import Case, CaseResult, Response
+from ragmeter.models import Case, CaseResult, Response, Usage
+
+LATENCY_QUANTILES = (50, 95, 99)
 
 
 def total_latency_ms(response: Response) -> float:
@@ -23,26 +41,23 @@ def _cost(_: Case, response: Response) -> MetricOutput:
     return response.usage.cost_usd
 
 
+def _latency_metric(quantile: int) -> Metric:
+    return Metric(
+        f"latency_p{quantile}",
+        "performance",
+        _latency,
+        higher_is_better=False,
+        aggregation=f"p{quantile}",
+        unit="ms",
+        description="median end-to-end latency"
+        if quantile == 50
+        else f"{quantile}th percentile end-to-end latency",
+    )
+
+
 def performance_metrics(_: MetricSettings) -> list[Metric]:
     return [
-        Metric(
-            "latency_p50",
-            "performance",
-            _latency,
-            higher_is_better=False,
-            aggregation="p50",
-            unit="ms",
-            description="median end-to-end latency",
-        ),
-        Metric(
-            "latency_p95",
-            "performance",
-            _latency,
-            higher_is_better=False,
-            aggregation="p95",
-            unit="ms",
-            description="95th percentile end-to-end latency",
-        ),
+        *(_latency_metric(q) for q in LATENCY_QUANTILES),
         Metric(
             "error_rate",
             "performance",
@@ -58,6 +73,82 @@ def performance_metrics(_: MetricSettings) -> list[Metric]:
             ("cost",),
             higher_is_better=False,
             unit="USD",
-            description="system cost per query as reported by the target",
+            description="system cost per query: reported by the target, or priced from token "
+            "usage with the 'prices' table",
         ),
     ]
+
+
+def price_usage(usage: Usage, prices: dict[str, ModelPrice]) -> float | None:
+    """USD for one response's tokens, or None when the model or the token counts are unknown."""
+    if usage.model is None or usage.model not in prices:
+        return None
+    if usage.prompt_tokens is None and usage.completion_tokens is None:
+        return None
+    price = prices[usage.model]
+    return (usage.prompt_tokens or 0) / 1000.0 * price.input_per_1k + (
+        usage.completion_tokens or 0
+    ) / 1000.0 * price.output_per_1k
+
+
+def apply_prices(results: list[CaseResult], prices: dict[str, ModelPrice]) -> int:
+    """Fill ``usage.cost_usd`` from the price table where the target reported tokens and a
+    model but no cost (in memory, before scoring); returns how many responses were priced."""
+    priced = 0
+    for result in results:
+        usage = result.response.usage if result.response is not None else None
+        if usage is None or usage.cost_usd is not None:
+            continue
+        cost = price_usage(usage, prices)
+        if cost is not None:
+            usage.cost_usd = cost
+            priced += 1
+    return priced
+
+
+def _percentiles(values: list[float]) -> dict[str, float | int]:
+    array = np.asarray(values, dtype=np.float64)
+    summary: dict[str, float | int] = {"n": len(values), "mean": float(array.mean())}
+    for q, v in zip(LATENCY_QUANTILES, np.percentile(array, LATENCY_QUANTILES), strict=True):
+        summary[f"p{q}"] = float(v)
+    return summary
+
+
+def latency_by_stage(results: list[CaseResult]) -> dict[str, dict[str, float | int]]:
+    """Latency percentiles (ms) of the total and of every stage reported by the target."""
+    stages: dict[str, list[float]] = {}
+    for result in results:
+        if result.response is None:
+            continue
+        for stage, value in result.response.latency_ms.items():
+            stages.setdefault(stage, []).append(float(value))
+    ordered = ["total", *sorted(stage for stage in stages if stage != "total")]
+    return {stage: _percentiles(stages[stage]) for stage in ordered if stage in stages}
+
+
+def performance_summary(results: list[CaseResult], priced: int = 0) -> dict[str, Any]:
+    answered = [r for r in results if r.response is not None]
+    costs = [
+        r.response.usage.cost_usd
+        for r in answered
+        if r.response is not None and r.response.usage is not None
+        if r.response.usage.cost_usd is not None
+    ]
+    return {
+        "latency_ms": latency_by_stage(results),
+        "errors_by_type": dict(
+            Counter(r.error_type or "unknown" for r in results if r.status != "ok")
+        ),
+        "cost": {
+            "system": {
+                "n_costed": len(costs),
+                "n_priced_from_tokens": priced,
+                "n_without_cost": len(answered) - len(costs),
+                "total_usd": float(sum(costs)) if costs else None,
+                "per_query_usd": float(sum(costs) / len(costs)) if costs else None,
+            },
+            # LLM judges are not part of ragmeter yet: their cost is kept apart from the
+            # system's and reported here once judges record their token usage
+            "judge": {"status": "not_measured", "reason": "no LLM judge ran in this run"},
+        },
+    }

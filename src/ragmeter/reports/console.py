@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.console import Console
 from rich.table import Table
 
-from ragmeter.models import MetricSummary, RunRecord
+from ragmeter.models import MetricSummary, RunRecord, TargetResult, WeightedScore
 
 
 def format_value(summary: MetricSummary, value: float | None) -> str:
@@ -33,11 +35,7 @@ def scorecard_table(record: RunRecord) -> Table:
             summary = record.scorecard.get(name)
             if summary is None:
                 continue
-            interval = (
-                f"{format_value(summary, summary.ci_low)}-{format_value(summary, summary.ci_high)}"
-                if summary.ci_low is not None
-                else "-"
-            )
+            interval = _interval(summary)
             arrow = "↑" if summary.higher_is_better else "↓"
             table.add_row(
                 f"  {summary.name} {arrow}",
@@ -50,8 +48,122 @@ def scorecard_table(record: RunRecord) -> Table:
     return table
 
 
+def _interval(summary: MetricSummary) -> str:
+    if summary.ci_low is None:
+        return "-"
+    return f"{format_value(summary, summary.ci_low)}-{format_value(summary, summary.ci_high)}"
+
+
+def breakdown_table(
+    field: str, groups: dict[str, list[MetricSummary]], metrics: list[str] | None = None
+) -> Table:
+    """One row a group and metric: value, interval and counts."""
+    table = Table(title=f"Breakdown by {field}", title_justify="left")
+    for column in ("group", "metric"):
+        table.add_column(column, no_wrap=True)
+    table.add_column("value", justify="right", no_wrap=True)
+    table.add_column("95% CI", justify="right", no_wrap=True)
+    for column in ("n", "skip", "fail"):
+        table.add_column(column, justify="right", no_wrap=True, min_width=4)
+    for label, summaries in groups.items():
+        first = True
+        for summary in summaries:
+            if metrics and summary.name not in metrics:
+                continue
+            if not metrics and summary.n_scored == 0:
+                continue
+            table.add_row(
+                f"[bold]{label}[/bold]" if first else "",
+                summary.name,
+                format_value(summary, summary.value),
+                _interval(summary),
+                str(summary.n_scored),
+                str(summary.n_skipped),
+                f"[red]{summary.n_failed}[/red]" if summary.n_failed else "0",
+            )
+            first = False
+    return table
+
+
+def weighted_line(weighted: WeightedScore) -> str:
+    if weighted.score is None:
+        return "weighted score: - (no objective has a value)"
+    parts = [
+        f"{name} {value:.3f} x {weighted.effective_weights[name]:.2f}"
+        for name, value in weighted.objectives.items()
+        if value is not None and name in weighted.effective_weights
+    ]
+    line = f"weighted score: [bold]{weighted.score:.3f}[/bold] ({', '.join(parts)})"
+    if weighted.missing:
+        line += f"; missing, weights renormalised: {', '.join(weighted.missing)}"
+    return line
+
+
+def targets_table(results: list[TargetResult]) -> Table:
+    table = Table(title="Targets", title_justify="left")
+    for column in ("metric", "target", "value", "status"):
+        table.add_column(column, no_wrap=True)
+    colour = {"pass": "green", "fail": "red", "not_measured": "dim"}
+    for result in results:
+        table.add_row(
+            result.metric,
+            f"{result.op} {result.threshold:g}",
+            f"{result.value:.3f}" if result.value is not None else "-",
+            f"[{colour[result.status]}]{result.status.replace('_', ' ')}[/]",
+        )
+    return table
+
+
+def latency_table(performance: dict[str, Any]) -> Table | None:
+    stages = performance.get("latency_ms") or {}
+    if not stages:
+        return None
+    table = Table(title="Latency by stage (ms)", title_justify="left")
+    table.add_column("stage", no_wrap=True)
+    for column in ("n", "mean", "p50", "p95", "p99"):
+        table.add_column(column, justify="right", no_wrap=True)
+    for stage, row in stages.items():
+        table.add_row(
+            stage,
+            str(row["n"]),
+            *(f"{row[key]:.1f}" for key in ("mean", "p50", "p95", "p99")),
+        )
+    return table
+
+
+def cost_line(performance: dict[str, Any]) -> str | None:
+    cost = performance.get("cost")
+    if not cost:
+        return None
+    system, judge = cost["system"], cost["judge"]
+    if system["per_query_usd"] is None:
+        text = "system cost: not reported"
+    else:
+        text = (
+            f"system cost: ${system['per_query_usd']:.5f}/query, ${system['total_usd']:.4f} "
+            f"total ({system['n_costed']} costed, {system['n_priced_from_tokens']} priced from "
+            f"tokens)"
+        )
+    judge_text = (
+        f"${judge['total_usd']:.4f}"
+        if judge.get("total_usd") is not None
+        else judge.get("status", "-").replace("_", " ")
+    )
+    return f"{text} · judge cost: {judge_text}"
+
+
 def print_run(record: RunRecord, console: Console) -> None:
     console.print(scorecard_table(record))
+    if record.weighted_score is not None:
+        console.print(weighted_line(record.weighted_score))
+    if record.targets:
+        console.print(targets_table(record.targets))
+    latency = latency_table(record.performance)
+    if latency is not None and len(record.performance.get("latency_ms", {})) > 1:
+        console.print(latency)
+    cost = cost_line(record.performance)
+    if cost:
+        console.print(cost)
     console.print(
         f"run [bold]{record.id}[/bold] · {record.status} · "
         f"datasets: {', '.join(record.datasets)} · "

@@ -22,9 +22,13 @@ from ragmeter.config import EvalConfig, TargetConfig, config_snapshot
 from ragmeter.datasets import load_datasets
 from ragmeter.metrics import MetricSettings, resolve_metrics, score_case
 from ragmeter.metrics.base import Metric
-from ragmeter.models import Case, CaseResult, RunRecord, Score
+from ragmeter.metrics.performance import apply_prices, performance_summary
+from ragmeter.models import Case, CaseResult, RunRecord, Score, Scorecard
 from ragmeter.reports.json_report import write_run_json
-from ragmeter.scoring import aggregate_scores
+from ragmeter.scoring.aggregate import aggregate_with_breakdowns
+from ragmeter.scoring.breakdowns import check_field
+from ragmeter.scoring.targets import check_targets, parse_targets
+from ragmeter.scoring.weighted import weighted_score
 from ragmeter.store.sqlite import RunStore
 from ragmeter.targets import Target, TargetError, build_target
 
@@ -199,17 +203,52 @@ def _record_config(stored: dict[str, Any]) -> EvalConfig:
     return EvalConfig.model_validate(fields)
 
 
+def check_scoring_config(config: EvalConfig) -> None:
+    """Fail before any question is asked if breakdowns, targets or weights are malformed."""
+    for field in config.breakdowns:
+        check_field(field)
+    parse_targets(config.targets)
+    weighted_score(
+        Scorecard(metrics=[], by_group={}),
+        config.weights,
+        config.objectives,
+        config.reference_cost_usd,
+        config.reference_latency_ms,
+    )
+
+
 def score_run(
     store: RunStore, run_id: str, config: EvalConfig
 ) -> tuple[RunRecord, list[CaseResult], list[Score]]:
-    """Score the stored responses of a run, store the scores and the scorecard."""
+    """Score the stored responses of a run; store the scores, the scorecard, its breakdowns,
+    the weighted score, the targets table and the performance summary."""
     cases = store.get_cases(run_id)
     results = store.get_results(run_id)
     metrics = resolve_metrics(config.metrics, metric_settings(config))
+    priced = apply_prices(results, config.prices)
     scores = score_results(cases, results, metrics)
-    scorecard = aggregate_scores(scores, metrics, config.bootstrap_resamples, config.seed)
+    scorecard, breakdowns = aggregate_with_breakdowns(
+        scores, metrics, cases, config.breakdowns, config.bootstrap_resamples, config.seed
+    )
+    extras = RunRecord(
+        id=run_id,
+        name="",
+        created_at="",
+        config={},
+        datasets=[],
+        breakdowns=breakdowns,
+        weighted_score=weighted_score(
+            scorecard,
+            config.weights,
+            config.objectives,
+            config.reference_cost_usd,
+            config.reference_latency_ms,
+        ),
+        targets=check_targets(scorecard, parse_targets(config.targets)),
+        performance=performance_summary(results, priced),
+    )
     store.replace_scores(run_id, scores)
-    store.finish_run(run_id, scorecard, now_iso(), sum(r.status != "ok" for r in results))
+    store.finish_run(run_id, scorecard, now_iso(), sum(r.status != "ok" for r in results), extras)
     return store.get_run(run_id), results, scores
 
 
@@ -223,6 +262,7 @@ async def run_evaluation_async(
     on_start: Callable[[RunRecord, int], None] | None = None,
 ) -> RunOutcome:
     record: RunRecord | None = None
+    check_scoring_config(config)
     if resume is None:
         # datasets are read and validated before anything is written
         run_cases = sample_cases(

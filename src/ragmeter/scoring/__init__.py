@@ -1,5 +1,10 @@
-"""Aggregation with counts and bootstrap intervals."""
+"""Aggregation with counts and bootstrap intervals, breakdowns, weighted score, targets,
+paired comparisons and Pareto frontiers (see docs/statistics.md)."""
 
-from ragmeter.scoring.aggregate import aggregate_scores, bootstrap_interval
+from ragmeter.scoring.aggregate import (
+    aggregate_scores,
+    aggregate_with_breakdowns,
+    bootstrap_interval,
+)
 
-__all__ = ["aggregate_scores", "bootstrap_interval"]
+__all__ = ["aggregate_scores", "aggregate_with_breakdowns", "bootstrap_interval"]

@@ -1,14 +1,21 @@
-"""Aggregate per-case scores into a scorecard: value, counts and a 95% bootstrap interval."""
+"""Aggregate per-case scores into a scorecard: value, counts and a 95% bootstrap interval.
+
+``aggregate_with_breakdowns`` is the fast path used by runs (a joint Poisson bootstrap over
+every metric and breakdown group); ``bootstrap_interval`` is the plain percentile bootstrap of
+one array, kept for single-array use."""
 
 from __future__ import annotations
-
-from collections import defaultdict
 
 import numpy as np
 import numpy.typing as npt
 
 from ragmeter.metrics.base import GROUPS, Metric
-from ragmeter.models import MetricSummary, Score, Scorecard
+from ragmeter.models import Case, MetricSummary, Score, Scorecard
+from ragmeter.scoring.bootstrap import Partition, summarize
+from ragmeter.scoring.breakdowns import labels_by_case
+from ragmeter.scoring.table import ScoreTable
+
+Breakdowns = dict[str, dict[str, list[MetricSummary]]]
 
 _PERCENTILES = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p99": 99.0}
 _BLOCK = 2_000_000  # resample cells per block, to bound memory
@@ -71,33 +78,44 @@ def bootstrap_interval(
     return float(low), float(high)
 
 
+def _ordered(metrics: list[Metric]) -> list[Metric]:
+    return sorted(metrics, key=lambda m: GROUPS.index(m.group) if m.group in GROUPS else 99)
+
+
+def _scorecard(summaries: list[MetricSummary]) -> Scorecard:
+    by_group: dict[str, list[str]] = {}
+    for summary in summaries:
+        by_group.setdefault(summary.group, []).append(summary.name)
+    return Scorecard(metrics=summaries, by_group=by_group)
+
+
+def aggregate_with_breakdowns(
+    scores: list[Score],
+    metrics: list[Metric],
+    cases: list[Case] | None = None,
+    fields: list[str] | tuple[str, ...] = (),
+    resamples: int = 1000,
+    seed: int = 0,
+) -> tuple[Scorecard, Breakdowns]:
+    """The scorecard and, for every field, the scorecard of every group of cases; all from one
+    joint bootstrap (see ``ragmeter.scoring.bootstrap``)."""
+    ordered = _ordered(metrics)
+    case_ids = [case.case_id for case in cases] if cases is not None else None
+    table = ScoreTable.from_scores(scores, [m.name for m in ordered], case_ids)
+    partitions = [Partition.whole(len(table.case_ids))]
+    if fields:
+        if cases is None:
+            raise ValueError("breakdowns need the cases of the run")
+        partitions += [Partition.from_labels(f, labels_by_case(cases, f)) for f in fields]
+    results = summarize(table, ordered, partitions, resamples, seed)
+    breakdowns: Breakdowns = {
+        partition.field: dict(zip(partition.labels, groups, strict=True))
+        for partition, groups in zip(partitions[1:], results[1:], strict=True)
+    }
+    return _scorecard(results[0][0]), breakdowns
+
+
 def aggregate_scores(
     scores: list[Score], metrics: list[Metric], resamples: int = 1000, seed: int = 0
 ) -> Scorecard:
-    cache = ResampleCache(resamples, seed)
-    by_metric: dict[str, list[Score]] = defaultdict(list)
-    for score in scores:
-        by_metric[score.metric].append(score)
-    summaries: list[MetricSummary] = []
-    by_group: dict[str, list[str]] = {}
-    for metric in sorted(metrics, key=lambda m: GROUPS.index(m.group) if m.group in GROUPS else 99):
-        entries = by_metric.get(metric.name, [])
-        values = np.array([s.value for s in entries if s.status == "ok"], dtype=np.float64)
-        interval = bootstrap_interval(values, metric.aggregation, resamples, seed, cache=cache)
-        summaries.append(
-            MetricSummary(
-                name=metric.name,
-                group=metric.group,
-                value=float(statistic(values, metric.aggregation)) if len(values) else None,
-                aggregation=metric.aggregation,
-                higher_is_better=metric.higher_is_better,
-                unit=metric.unit,
-                n_scored=len(values),
-                n_skipped=sum(s.status == "skipped" for s in entries),
-                n_failed=sum(s.status == "failed" for s in entries),
-                ci_low=interval[0] if interval else None,
-                ci_high=interval[1] if interval else None,
-            )
-        )
-        by_group.setdefault(metric.group, []).append(metric.name)
-    return Scorecard(metrics=summaries, by_group=by_group)
+    return aggregate_with_breakdowns(scores, metrics, resamples=resamples, seed=seed)[0]

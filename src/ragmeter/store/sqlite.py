@@ -67,7 +67,39 @@ MIGRATIONS: list[str] = [
     """
     DROP INDEX scores_by_metric;
     """,
+    # 3: breakdowns, weighted score, targets and performance summary of a run (JSON)
+    """
+    ALTER TABLE runs ADD COLUMN extras_json TEXT;
+    """,
+    # 4: judge calls (every LLM judge request and reply; the judge cache reads it by key)
+    """
+    CREATE TABLE judge_calls (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        cache_key TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        run_id TEXT,
+        case_id TEXT,
+        purpose TEXT NOT NULL,
+        model TEXT NOT NULL,
+        prompt_name TEXT NOT NULL,
+        prompt_version TEXT NOT NULL,
+        params_json TEXT NOT NULL,
+        messages_json TEXT NOT NULL,
+        output_text TEXT,
+        finish_reason TEXT,
+        prompt_tokens INTEGER,
+        completion_tokens INTEGER,
+        cost_usd REAL,
+        latency_ms REAL,
+        cached INTEGER NOT NULL DEFAULT 0,
+        status TEXT NOT NULL,
+        error TEXT
+    );
+    CREATE INDEX judge_calls_by_key ON judge_calls (cache_key);
+    """,
 ]
+
+_EXTRAS = ("breakdowns", "weighted_score", "targets", "performance")
 
 
 class RunNotFoundError(KeyError):
@@ -143,13 +175,21 @@ class RunStore:
             )
 
     def finish_run(
-        self, run_id: str, scorecard: Scorecard, completed_at: str, error_count: int
+        self,
+        run_id: str,
+        scorecard: Scorecard,
+        completed_at: str,
+        error_count: int,
+        extras: RunRecord | None = None,
     ) -> None:
+        """Mark a run completed with its scorecard; ``extras`` (a record) supplies breakdowns,
+        weighted score, targets and performance summary."""
+        extras_json = extras.model_dump_json(include=set(_EXTRAS)) if extras else None
         with self.transaction():
             self.db.execute(
                 "UPDATE runs SET status='completed', completed_at=?, scorecard_json=?,"
-                " error_count=? WHERE id=?",
-                (completed_at, scorecard.model_dump_json(), error_count, run_id),
+                " error_count=?, extras_json=? WHERE id=?",
+                (completed_at, scorecard.model_dump_json(), error_count, extras_json, run_id),
             )
 
     def mark_interrupted(self, run_id: str) -> None:
@@ -174,7 +214,9 @@ class RunStore:
 
     @staticmethod
     def _record(row: sqlite3.Row) -> RunRecord:
+        extras = json.loads(row["extras_json"]) if row["extras_json"] else {}
         return RunRecord(
+            **{key: value for key, value in extras.items() if key in _EXTRAS},
             schema_version=row["schema_version"],
             id=row["id"],
             name=row["name"],

@@ -1,0 +1,210 @@
+"""Compare runs case by case: paired tests, effect sizes, per-case flips, regression checks.
+
+Only the cases both runs scored are paired. A metric whose paired values are all 0 or 1 is
+binary and tested with the exact McNemar test; any other metric is continuous and tested with a
+sign-flip permutation test of the mean paired difference, with a paired bootstrap interval and
+Cohen's d_z. A regression is a metric that is significantly worse (p < alpha, respecting
+higher_is_better) by at least the margin: absolute for unitless metrics, relative to the
+baseline for metrics with a unit (ms, USD).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+from ragmeter.models import MetricSummary, RunRecord
+from ragmeter.scoring.stats import (
+    cohens_dz,
+    mcnemar_exact,
+    paired_bootstrap_interval,
+    sign_flip_test,
+)
+from ragmeter.store.sqlite import RunStore
+
+Verdict = Literal["better", "worse", "regression", "no_difference", "not_paired"]
+
+
+class RunScores:
+    """A run's record and its per-case values (ok scores only), from the store or a run file."""
+
+    def __init__(self, record: RunRecord, values: dict[str, dict[str, float]]) -> None:
+        self.record = record
+        self.values = values
+
+    @classmethod
+    def from_store(cls, store: RunStore, run_id: str) -> RunScores:
+        record = store.get_run(run_id)
+        values: dict[str, dict[str, float]] = {}
+        for score in store.get_scores(record.id):
+            if score.status == "ok" and score.value is not None:
+                values.setdefault(score.metric, {})[score.case_id] = score.value
+        return cls(record, values)
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> RunScores:
+        try:
+            document: dict[str, Any] = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise ValueError(f"{path}: cannot read run file: {exc}") from exc
+        if not isinstance(document, dict) or "cases" not in document:
+            raise ValueError(f"{path}: not a ragmeter run file (no 'cases')")
+        record = RunRecord.model_validate({k: v for k, v in document.items() if k != "cases"})
+        values: dict[str, dict[str, float]] = {}
+        for case in document["cases"]:
+            for metric, value in (case.get("scores") or {}).items():
+                if isinstance(value, int | float):
+                    values.setdefault(metric, {})[case["case_id"]] = float(value)
+        return cls(record, values)
+
+    @classmethod
+    def load(cls, store: RunStore, reference: str) -> RunScores:
+        """A run id (or unique prefix) from the store, or the path of a run JSON file."""
+        if reference.endswith(".json") or Path(reference).is_file():
+            return cls.from_file(reference)
+        return cls.from_store(store, reference)
+
+    def summary(self, metric: str) -> MetricSummary | None:
+        card = self.record.scorecard
+        return card.get(metric) if card is not None else None
+
+
+class MetricComparison(BaseModel):
+    metric: str
+    group: str
+    higher_is_better: bool
+    unit: str | None = None
+    baseline: float | None
+    candidate: float | None
+    delta: float | None
+    n_paired: int
+    kind: Literal["binary", "continuous", "none"]
+    test: str
+    mean_diff: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    effect_size: float | None = None
+    p_value: float | None = None
+    pass_to_fail: list[str] = Field(default_factory=list)
+    fail_to_pass: list[str] = Field(default_factory=list)
+    verdict: Verdict = "no_difference"
+    gated: bool = True
+
+
+class Comparison(BaseModel):
+    baseline: str
+    candidate: str
+    n_shared_cases: int
+    alpha: float
+    margin: float
+    rows: list[MetricComparison]
+
+    @property
+    def regressions(self) -> list[MetricComparison]:
+        return [row for row in self.rows if row.verdict == "regression"]
+
+
+def _is_binary(a: np.ndarray[Any, Any], b: np.ndarray[Any, Any]) -> bool:
+    both = np.concatenate([a, b])
+    return bool(np.all((both == 0.0) | (both == 1.0)))
+
+
+def compare_metric(
+    name: str,
+    base: RunScores,
+    cand: RunScores,
+    alpha: float,
+    margin: float,
+    resamples: int,
+    seed: int,
+    gated: bool,
+) -> MetricComparison:
+    summary = cand.summary(name) or base.summary(name)
+    assert summary is not None
+    b_summary, c_summary = base.summary(name), cand.summary(name)
+    b_value = b_summary.value if b_summary else None
+    c_value = c_summary.value if c_summary else None
+    b_cases, c_cases = base.values.get(name, {}), cand.values.get(name, {})
+    shared = [case for case in b_cases if case in c_cases]
+    row = MetricComparison(
+        metric=name,
+        group=summary.group,
+        higher_is_better=summary.higher_is_better,
+        unit=summary.unit,
+        baseline=b_value,
+        candidate=c_value,
+        delta=c_value - b_value if b_value is not None and c_value is not None else None,
+        n_paired=len(shared),
+        kind="none",
+        test="none",
+        gated=gated,
+    )
+    if not shared:
+        row.verdict = "not_paired"
+        return row
+    a = np.array([b_cases[c] for c in shared])
+    b = np.array([c_cases[c] for c in shared])
+    diffs = b - a
+    row.mean_diff = float(diffs.mean())
+    interval = paired_bootstrap_interval(diffs, resamples, seed)
+    row.ci_low, row.ci_high = interval if interval else (None, None)
+    if _is_binary(a, b):
+        row.kind, row.test = "binary", "mcnemar_exact"
+        row.pass_to_fail = [c for c, x, y in zip(shared, a, b, strict=True) if x == 1 and y == 0]
+        row.fail_to_pass = [c for c, x, y in zip(shared, a, b, strict=True) if x == 0 and y == 1]
+        row.p_value = mcnemar_exact(len(row.pass_to_fail), len(row.fail_to_pass))
+        row.effect_size = row.mean_diff
+    else:
+        row.kind, row.test = "continuous", "sign_flip_permutation"
+        row.p_value = sign_flip_test(diffs, resamples, seed)
+        row.effect_size = cohens_dz(diffs)
+    oriented = row.mean_diff if row.higher_is_better else -row.mean_diff
+    needed = margin * abs(float(a.mean())) if row.unit is not None else margin
+    if row.p_value < alpha and oriented > 0:
+        row.verdict = "better"
+    elif row.p_value < alpha and oriented < 0:
+        row.verdict = "regression" if gated and -oriented >= needed else "worse"
+    return row
+
+
+def compare_runs(
+    base: RunScores,
+    cand: RunScores,
+    *,
+    alpha: float = 0.05,
+    margin: float = 0.02,
+    metrics: list[str] | None = None,
+    gate_performance: bool = False,
+    resamples: int = 10_000,
+    seed: int = 0,
+) -> Comparison:
+    """Compare every metric both runs summarised (or the chosen ``metrics``)."""
+    names = [s.name for s in (cand.record.scorecard.metrics if cand.record.scorecard else [])]
+    common = [name for name in names if base.summary(name) is not None]
+    if metrics:
+        unknown = [m for m in metrics if m not in common]
+        if unknown:
+            raise ValueError(
+                f"metrics {unknown} are not in both runs; common metrics: {', '.join(common)}"
+            )
+        common = [name for name in common if name in metrics]
+    rows = []
+    for name in common:
+        summary = cand.summary(name)
+        gated = gate_performance or (summary is not None and summary.group != "performance")
+        rows.append(compare_metric(name, base, cand, alpha, margin, resamples, seed, gated))
+    shared_cases: set[str] = set()
+    for name in common:
+        shared_cases |= set(base.values.get(name, {})) & set(cand.values.get(name, {}))
+    return Comparison(
+        baseline=base.record.id,
+        candidate=cand.record.id,
+        n_shared_cases=len(shared_cases),
+        alpha=alpha,
+        margin=margin,
+        rows=rows,
+    )

@@ -1,0 +1,125 @@
+"""Weighted score, targets table, breakdown fields, prices and the performance summary."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragmeter.config import ModelPrice
+from ragmeter.metrics.performance import apply_prices, performance_summary
+from ragmeter.models import Case, CaseResult, MetricSummary, Response, Scorecard, Usage
+from ragmeter.scoring.breakdowns import BreakdownFieldError, case_labels, labels_by_case
+from ragmeter.scoring.targets import (
+    DEFAULT_TARGETS,
+    TargetSpecError,
+    check_targets,
+    parse_targets,
+)
+from ragmeter.scoring.weighted import weighted_score
+
+
+def _summary(name: str, group: str, value: float | None, **extra: object) -> MetricSummary:
+    return MetricSummary(
+        name=name, group=group, value=value, n_scored=10, n_skipped=0, n_failed=0, **extra
+    )
+
+
+def _card(*summaries: MetricSummary) -> Scorecard:
+    by_group: dict[str, list[str]] = {}
+    for s in summaries:
+        by_group.setdefault(s.group, []).append(s.name)
+    return Scorecard(metrics=list(summaries), by_group=by_group)
+
+
+def test_weighted_score_renormalises_over_present_objectives() -> None:
+    card = _card(
+        _summary("recall_at_5", "retrieval", 0.8),
+        _summary("scope_miss_rate", "retrieval", 0.2, higher_is_better=False),
+        _summary("unanswerable_accuracy", "abstention", 0.6),
+        _summary("latency_p50", "performance", 1000.0, unit="ms", higher_is_better=False),
+    )
+    result = weighted_score(card)
+    assert result.objectives["retrieval"] == pytest.approx(0.8)  # (0.8 + (1 - 0.2)) / 2
+    assert result.objectives["latency"] == pytest.approx(0.5)  # at the reference value
+    assert result.missing == ["faithfulness", "citation", "cost"]
+    total = 0.30 + 0.15 + 0.05
+    assert result.effective_weights["accuracy"] == pytest.approx(0.30 / total)
+    expected = (0.30 * 0.6 + 0.15 * 0.8 + 0.05 * 0.5) / total
+    assert result.score == pytest.approx(expected)
+
+
+def test_weighted_score_custom_weights_and_feeds() -> None:
+    card = _card(_summary("token_f1", "lexical", 0.4), _summary("mrr", "retrieval", 1.0))
+    result = weighted_score(card, {"answer": 1.0, "retrieval": 1.0}, {"answer": ["token_f1"]})
+    assert result.score == pytest.approx(0.7)
+    with pytest.raises(ValueError, match="no feeds"):
+        weighted_score(card, {"speed": 1.0})
+    with pytest.raises(ValueError, match="group:NAME"):
+        weighted_score(card, {"answer": 1.0}, {"answer": ["metric:mrr"]})
+    assert weighted_score(_card()).score is None
+
+
+def test_targets_pass_fail_and_not_measured() -> None:
+    card = _card(_summary("ndcg_at_5", "retrieval", 0.7), _summary("recall_at_5", "retrieval", 0.5))
+    results = {r.metric: r.status for r in check_targets(card, parse_targets(None))}
+    assert results["ndcg_at_5"] == "pass"
+    assert results["recall_at_5"] == "fail"
+    assert results["injection_auc"] == "not_measured"
+    assert len(results) == len(DEFAULT_TARGETS)
+    empty = _card(_summary("mrr", "retrieval", None))
+    assert check_targets(empty, parse_targets({"mrr": ">= 0.5"}))[0].status == "not_measured"
+
+
+def test_target_specs_in_every_form() -> None:
+    mapping = parse_targets({"mrr": ">= 0.5", "redundancy_ngram": "< 0.2"})
+    listed = parse_targets(["mrr >= 0.5", {"metric": "redundancy_ngram", "op": "<", "value": 0.2}])
+    assert [(t.metric, t.op, t.threshold) for t in mapping] == [
+        (t.metric, t.op, t.threshold) for t in listed
+    ]
+    assert parse_targets({}) == []
+    with pytest.raises(TargetSpecError, match=r"mrr.*'about 0\.5'"):
+        parse_targets({"mrr": "about 0.5"})
+    with pytest.raises(TargetSpecError, match="#1"):
+        parse_targets(["mrr"])
+
+
+def test_breakdown_labels() -> None:
+    case = Case(
+        case_id="1",
+        question="q",
+        tags=["b", "a"],
+        answerable=False,
+        metadata={"vault": "work", "deep": {"x": 1}},
+    )
+    assert case_labels(case, "tags") == ["a", "b"]
+    assert case_labels(case, "answerable") == ["false"]
+    assert case_labels(case, "metadata.vault") == ["work"]
+    assert case_labels(case, "metadata.deep.x") == ["1"]
+    assert case_labels(case, "category") == ["(none)"]
+    assert labels_by_case([case], "difficulty") == [["(none)"]]
+    with pytest.raises(BreakdownFieldError, match=r"metadata\.FIELD"):
+        labels_by_case([case], "colour")
+
+
+def test_prices_fill_missing_costs_and_summary_keeps_judge_apart() -> None:
+    def result(case_id: str, usage: Usage | None, stages: dict[str, float]) -> CaseResult:
+        return CaseResult(
+            case_id=case_id, status="ok", response=Response(usage=usage, latency_ms=stages)
+        )
+
+    results = [
+        result("a", Usage(prompt_tokens=1000, completion_tokens=500, model="m"), {"total": 10}),
+        result("b", Usage(cost_usd=0.5, model="m"), {"total": 20, "retrieve": 5}),
+        result("c", Usage(prompt_tokens=10, model="unknown"), {"total": 30, "retrieve": 7}),
+        CaseResult(case_id="d", status="error", error_type="timeout"),
+    ]
+    priced = apply_prices(results, {"m": ModelPrice(input_per_1k=0.002, output_per_1k=0.004)})
+    assert priced == 1
+    assert results[0].response is not None and results[0].response.usage is not None
+    assert results[0].response.usage.cost_usd == pytest.approx(0.002 + 0.002)
+    summary = performance_summary(results, priced)
+    assert list(summary["latency_ms"]) == ["total", "retrieve"]
+    assert summary["latency_ms"]["total"]["p50"] == 20
+    assert summary["errors_by_type"] == {"timeout": 1}
+    system = summary["cost"]["system"]
+    assert (system["n_costed"], system["n_without_cost"]) == (2, 1)
+    assert summary["cost"]["judge"]["status"] == "not_measured"
