@@ -39,6 +39,7 @@ _BUILTINS: dict[Kind, dict[str, str]] = {
         "citation": "ragmeter.metrics.citation:citation_metrics",
         "grounding": "ragmeter.metrics.grounding:grounding_metrics",
         "semantic": "ragmeter.metrics.semantic:semantic_metrics",
+        "judged": "ragmeter.metrics.judged:judged_metrics",
     },
     "targets": {
         "http": "ragmeter.targets.http:HttpTarget",

@@ -1,0 +1,175 @@
+"""OpenAI-compatible chat completions judge (OpenAI, vLLM, llama.cpp's server, ...).
+
+Every call sends ``temperature=0`` and a fixed ``seed``. Structured output first asks for
+OpenAI's ``response_format={"type": "json_schema", ...}``; a server that rejects it with an HTTP
+4xx/5xx whose body mentions the format (llama.cpp answers 500) is asked again, at once, with
+llama.cpp's ``{"type": "json_object", "schema": ...}``, and that choice is kept for later calls.
+429 and 5xx are retried with exponential backoff (``Retry-After`` honoured); a timeout is
+retried too. The API key is read from an environment variable at call time and only ever put
+in the ``Authorization`` header.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from typing import Any
+
+import httpx
+
+from ragmeter.judges.base import JudgeError, JudgeReply, Message, backoff_s, parse_json
+
+FORMAT_WORDS = ("response_format", "json_schema", "schema", "format")
+
+
+class OpenAICompatJudge:
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key_env: str | None = "OPENAI_API_KEY",
+        key_required: bool = True,
+        timeout_s: float = 120.0,
+        max_retries: int = 3,
+        backoff_base_s: float = 1.0,
+        seed: int = 0,
+        model_id: str | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.model_name = model
+        self._model_id = model_id or f"{self.base_url}#{model}"
+        self.api_key_env = api_key_env
+        self.key_required = key_required
+        self.timeout_s = timeout_s
+        self.max_retries = max_retries
+        self.backoff_base_s = backoff_base_s
+        self.seed = seed
+        self.format_mode = "json_schema"  # becomes "json_object" after a rejection
+        self.requests = 0  # HTTP requests sent (tests count them)
+        self._client: httpx.AsyncClient | None = None
+
+    @property
+    def model(self) -> str:
+        return self._model_id
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return {"temperature": 0, "seed": self.seed}
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"Content-Type": "application/json"}
+        if self.api_key_env:
+            key = os.environ.get(self.api_key_env, "")
+            if key:
+                headers["Authorization"] = f"Bearer {key}"
+            elif self.key_required:
+                raise JudgeError(
+                    "config", f"environment variable {self.api_key_env} is not set (the API key)"
+                )
+        return headers
+
+    def _client_for(self) -> httpx.AsyncClient:
+        if self._client is None:
+            self._client = httpx.AsyncClient(timeout=self.timeout_s)
+        return self._client
+
+    def _response_format(self, schema: dict[str, Any]) -> dict[str, Any]:
+        if self.format_mode == "json_schema":
+            return {
+                "type": "json_schema",
+                "json_schema": {"name": "verdict", "schema": schema, "strict": False},
+            }
+        return {"type": "json_object", "schema": schema}
+
+    def _body(
+        self, messages: list[Message], schema: dict[str, Any] | None, max_tokens: int
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.model_name,
+            "messages": messages,
+            "max_tokens": max_tokens,
+            **self.params,
+        }
+        if schema is not None:
+            body["response_format"] = self._response_format(schema)
+        return body
+
+    def _rejects_format(self, reply: httpx.Response, schema: dict[str, Any] | None) -> bool:
+        if schema is None or self.format_mode != "json_schema" or reply.status_code == 429:
+            return False
+        text = reply.text.lower()
+        return reply.status_code >= 400 and any(word in text for word in FORMAT_WORDS)
+
+    async def complete(
+        self, messages: list[Message], schema: dict[str, Any] | None, max_tokens: int
+    ) -> JudgeReply:
+        headers = self._headers()
+        url = f"{self.base_url}/chat/completions"
+        attempts = 0
+        while True:
+            attempts += 1
+            retry_after: str | None = None
+            started = time.perf_counter()
+            try:
+                self.requests += 1
+                reply = await self._client_for().post(
+                    url, json=self._body(messages, schema, max_tokens), headers=headers
+                )
+            except httpx.TimeoutException as exc:
+                error = JudgeError(
+                    "timeout", f"no answer from {url} within {self.timeout_s}s", attempts
+                )
+                error.__cause__ = exc
+            except httpx.TransportError as exc:
+                error = JudgeError("connection_error", f"{url}: {type(exc).__name__}", attempts)
+                error.__cause__ = exc
+            else:
+                latency = (time.perf_counter() - started) * 1000.0
+                if reply.status_code < 400:
+                    return self._parse(reply, latency, attempts)
+                if self._rejects_format(reply, schema):
+                    self.format_mode = "json_object"
+                    attempts -= 1  # a format switch is not a retry
+                    continue
+                status = reply.status_code
+                kind = "rate_limited" if status == 429 else f"http_{status // 100}xx"
+                error = JudgeError(kind, f"HTTP {status} from {url}: {reply.text[:300]}", attempts)
+                if status < 500 and status != 429:
+                    raise error
+                retry_after = reply.headers.get("Retry-After")
+            if attempts > self.max_retries:
+                raise error
+            await asyncio.sleep(backoff_s(attempts, retry_after, self.backoff_base_s))
+
+    def _parse(self, reply: httpx.Response, latency_ms: float, attempts: int) -> JudgeReply:
+        try:
+            body = reply.json()
+            choice = body["choices"][0]
+            message = choice.get("message") or {}
+            text = message.get("content") or ""
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
+            raise JudgeError(
+                "invalid_response",
+                f"not a chat completion: {reply.text[:200]!r}",
+                attempts,
+            ) from exc
+        usage = body.get("usage") or {}
+        refusal = message.get("refusal")
+        finish = choice.get("finish_reason")
+        return JudgeReply(
+            text=text,
+            parsed=parse_json(text),
+            prompt_tokens=usage.get("prompt_tokens"),
+            completion_tokens=usage.get("completion_tokens"),
+            latency_ms=latency_ms,
+            finish_reason="refusal" if refusal else finish,
+            raw=body,
+            refusal=refusal,
+        )
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None

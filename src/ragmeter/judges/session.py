@@ -1,0 +1,214 @@
+"""Reliable judge calls: render a versioned prompt, answer from the cache or call the judge,
+record the call, validate the JSON with the prompt's pydantic model, repair once, and report
+truncation, refusals and invalid output as :class:`JudgeFailure` (raw output kept).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from ragmeter.judges.base import Judge, JudgeError, JudgeReply, Message, parse_json
+from ragmeter.judges.cache import CallRecord, JudgeStore, cache_key
+from ragmeter.judges.cost import Budget, Price, call_cost
+from ragmeter.judges.templates import Prompt, load_prompt, render
+
+T = TypeVar("T", bound=BaseModel)
+
+_REFUSAL = re.compile(
+    r"^\W*(i'?m sorry|i am sorry|sorry, |i can(?:no|')t|i am unable|i'?m unable|i won'?t|"
+    r"as an ai)",
+    re.IGNORECASE,
+)
+RAW_KEEP = 2000  # characters of raw output kept in a failure's details
+
+
+class JudgeFailure(Exception):
+    """A judge verdict that could not be had: ``kind`` is invalid, truncated, refused or error."""
+
+    def __init__(
+        self, kind: str, message: str, raw: str | None = None, calls: list[int] | None = None
+    ) -> None:
+        super().__init__(f"judge {kind}: {message}")
+        self.kind = kind
+        self.raw = raw
+        self.calls = calls or []
+
+    @property
+    def details(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"judge_failure": self.kind, "judge_calls": self.calls}
+        if self.raw is not None:
+            out["judge_raw_output"] = self.raw[:RAW_KEEP]
+        return out
+
+
+@dataclass
+class Verdict(Generic[T]):
+    value: T
+    prompt: str
+    prompt_version: str
+    calls: list[int] = field(default_factory=list)
+    repaired: bool = False
+
+
+def _errors(exc: ValidationError | ValueError) -> str:
+    if isinstance(exc, ValidationError):
+        return "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'reply'}: {e['msg']}" for e in exc.errors()[:5]
+        )
+    return str(exc)
+
+
+class JudgeSession:
+    """One judging pass: a judge, its records/cache store, a price table and a budget."""
+
+    def __init__(
+        self,
+        judge: Judge,
+        store: JudgeStore | None = None,
+        *,
+        use_cache: bool = True,
+        prices: dict[str, Price] | None = None,
+        budget: Budget | None = None,
+        concurrency: int = 2,
+        run_id: str | None = None,
+    ) -> None:
+        self.judge = judge
+        self.store = store
+        self.use_cache = use_cache and store is not None
+        self.prices = prices
+        self.budget = budget or Budget()
+        self.run_id = run_id
+        self.requests = 0  # calls that reached the judge (cache hits excluded)
+        self.cache_hits = 0
+        self._slots = asyncio.Semaphore(concurrency)
+
+    async def ask(
+        self,
+        prompt_name: str,
+        values: dict[str, str | list[str]],
+        output: type[T],
+        *,
+        case_id: str | None = None,
+        max_tokens: int = 512,
+        check: Callable[[T], None] | None = None,
+    ) -> Verdict[T]:
+        prompt = load_prompt(prompt_name)
+        messages = render(prompt, values)
+        schema = output.model_json_schema()
+        calls: list[int] = []
+        reply = await self._call(prompt, messages, schema, max_tokens, case_id, "", calls)
+        try:
+            return Verdict(
+                self._accept(reply, output, check, calls), prompt.name, prompt.version, calls
+            )
+        except (ValidationError, ValueError) as exc:
+            problem = _errors(exc)
+        repair = [
+            *messages,
+            {"role": "assistant", "content": reply.text},
+            {
+                "role": "user",
+                "content": f"Your reply is not valid: {problem}. Reply again with only the "
+                "JSON object in the required format.",
+            },
+        ]
+        reply = await self._call(prompt, repair, schema, max_tokens, case_id, ":repair", calls)
+        try:
+            value = self._accept(reply, output, check, calls)
+        except (ValidationError, ValueError) as exc:
+            raise JudgeFailure(
+                "invalid", f"output invalid after one repair: {_errors(exc)}", reply.text, calls
+            ) from exc
+        return Verdict(value, prompt.name, prompt.version, calls, repaired=True)
+
+    def _accept(
+        self,
+        reply: JudgeReply,
+        output: type[T],
+        check: Callable[[T], None] | None,
+        calls: list[int],
+    ) -> T:
+        if reply.refusal or reply.finish_reason == "refusal":
+            raise JudgeFailure("refused", reply.refusal or "the judge refused", reply.text, calls)
+        if reply.truncated:
+            raise JudgeFailure("truncated", "the reply hit the max_tokens limit", reply.text, calls)
+        if reply.parsed is None:
+            if _REFUSAL.match(reply.text):
+                raise JudgeFailure("refused", "the judge declined to answer", reply.text, calls)
+            raise ValueError(f"reply is not JSON: {reply.text[:120]!r}")
+        value = output.model_validate(reply.parsed)
+        if check is not None:
+            check(value)
+        return value
+
+    async def _call(
+        self,
+        prompt: Prompt,
+        messages: list[Message],
+        schema: dict[str, Any],
+        max_tokens: int,
+        case_id: str | None,
+        suffix: str,
+        calls: list[int],
+    ) -> JudgeReply:
+        model, params = self.judge.model, self.judge.params
+        key = cache_key(model, prompt.version, messages, params, schema, max_tokens)
+        record = CallRecord(
+            cache_key=key,
+            purpose=prompt.name.rsplit(".", 1)[0] + suffix,
+            model=model,
+            prompt_name=prompt.name,
+            prompt_version=prompt.version,
+            params={**params, "max_tokens": max_tokens},
+            messages=messages,
+            status="ok",
+            case_id=case_id,
+            run_id=self.run_id,
+        )
+        hit = self.store.lookup(key) if self.use_cache and self.store else None
+        if hit is not None:
+            self.cache_hits += 1
+            record.output_text, record.finish_reason = hit.output_text, hit.finish_reason
+            record.prompt_tokens, record.completion_tokens = (
+                hit.prompt_tokens,
+                hit.completion_tokens,
+            )
+            record.cost_usd, record.latency_ms, record.cached = 0.0, 0.0, True
+            calls.append(self._record(record))
+            return JudgeReply(
+                text=hit.output_text,
+                parsed=parse_json(hit.output_text),
+                prompt_tokens=hit.prompt_tokens,
+                completion_tokens=hit.completion_tokens,
+                latency_ms=0.0,
+                finish_reason=hit.finish_reason,
+            )
+        self.budget.check()
+        async with self._slots:
+            self.budget.check()
+            self.requests += 1
+            try:
+                reply = await self.judge.complete(messages, schema, max_tokens)
+            except JudgeError as exc:
+                record.status, record.error = "error", str(exc)
+                calls.append(self._record(record))
+                raise JudgeFailure("error", str(exc), None, calls) from exc
+        cost = call_cost(model, reply.prompt_tokens, reply.completion_tokens, self.prices)
+        self.budget.add(cost, reply.prompt_tokens, reply.completion_tokens)
+        record.output_text, record.finish_reason = reply.text, reply.finish_reason
+        record.prompt_tokens, record.completion_tokens = (
+            reply.prompt_tokens,
+            reply.completion_tokens,
+        )
+        record.cost_usd, record.latency_ms = cost, reply.latency_ms
+        calls.append(self._record(record))
+        return reply
+
+    def _record(self, record: CallRecord) -> int:
+        return self.store.record(record) if self.store is not None else 0

@@ -1,0 +1,229 @@
+"""LLM-judged metrics (seeds 001 and 004), computed by the judge named with ``--judge``.
+
+- ``faithfulness``: share of the answer's claims the retrieved contexts support (claims
+  extracted in one call, all verified in one more call); 1.0 when the answer states no claim.
+- ``answer_relevancy``: the judge's direct 0..1 score of how well the answer addresses the
+  question (seed 001's direct-assessment variant).
+- ``context_precision``: share of the retrieved contexts (top ``max_contexts``) judged useful;
+  ``context_precision_ranked``: RAGAS's rank-weighted form, the mean of precision@k over the
+  ranks holding a relevant context (0 when none is). One call judges all contexts.
+- ``context_recall``: share of the reference answer's statements attributable to the contexts
+  (statements split and attributed in one call); 0.0 with no retrieved context, without a call.
+- ``groundedness`` (0-5, with ``supported_claims`` / ``unsupported_claims`` in details) and
+  ``correctness`` (0-5) on seed 004's scales.
+- ``judged_correct_rate`` / ``judged_wrong_rate`` / ``judged_dont_know_rate``: 1/0 per case
+  from one CORRECT / WRONG / DONT_KNOW classification against the reference answer.
+
+The judge comes from ``ragmeter.judges.configure`` or ``RAGMETER_JUDGE``; without one every
+judged score is ``skipped`` ("no judge configured (use --judge ...)"). All judge calls happen
+in the shared ``prepare`` hook (in a worker thread with its own event loop), concurrently up to
+the configured limit; every score's details name the judge model, the prompt versions and the
+ids of its ``judge_calls`` records. A case whose judge output stays invalid after one repair,
+is truncated or refused is ``failed`` with the reason; once ``max_cost`` is spent the
+remaining judged scores are ``skipped`` ("budget reached").
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from ragmeter.judges import JudgeSettings, build_judge, current_settings
+from ragmeter.judges.cache import JudgeStore
+from ragmeter.judges.cost import Budget, BudgetReachedError, price_for
+from ragmeter.judges.session import JudgeFailure, JudgeSession
+from ragmeter.judges.tasks import TASKS, Item, Task
+from ragmeter.metrics.base import INPUTS, Metric, MetricOutput, MetricSettings, SkipScore
+from ragmeter.models import Case, Response
+
+NO_JUDGE = "no judge configured (use --judge ...)"
+BUDGET = "budget reached"
+EMPTY_ANSWER = "empty answer (nothing to judge)"
+NO_CONTEXTS = "target retrieved no chunks"
+
+
+class JudgedScoreError(Exception):
+    """A judged score that failed; ``details`` keeps the judge's raw output and call ids."""
+
+    def __init__(self, message: str, details: dict[str, Any]) -> None:
+        super().__init__(message)
+        self.details = details
+
+
+Outcome = tuple[float, dict[str, Any]] | SkipScore | JudgedScoreError
+
+
+def applies(task: Task, case: Case, response: Response) -> bool:
+    return all(INPUTS[name][0](case, response) for name in task.requires)
+
+
+def make_item(case: Case, response: Response, settings: JudgeSettings) -> Item:
+    chunks = response.retrieved[: settings.max_contexts]
+    return Item(
+        case_id=case.case_id,
+        question=case.question,
+        answer=response.answer,
+        reference=case.reference_answer,
+        contexts=[chunk.text[: settings.max_context_chars] for chunk in chunks],
+    )
+
+
+def _failure(exc: Exception) -> JudgedScoreError:
+    if isinstance(exc, JudgeFailure):
+        raw = f"; raw output: {exc.raw[:200]!r}" if exc.raw is not None else ""
+        return JudgedScoreError(f"{exc}{raw} (judge calls {exc.calls})", exc.details)
+    return JudgedScoreError(f"{type(exc).__name__}: {exc}", {})
+
+
+class JudgedState:
+    """Per-run outcomes of the judged metrics, filled by one shared ``prepare`` hook."""
+
+    def __init__(self, tasks: list[Task]) -> None:
+        self.tasks = tasks
+        self.settings: JudgeSettings | None = None
+        self.outcomes: dict[tuple[str, str], Outcome] = {}  # (metric, case id) -> outcome
+        self.session: JudgeSession | None = None  # the last session (tests read its counters)
+
+    def _set(self, task: Task, case_id: str, outcome: Outcome) -> None:
+        for metric in task.metrics:
+            self.outcomes[(metric, case_id)] = outcome
+
+    def prepare(self, pairs: list[tuple[Case, Response]]) -> None:
+        settings = current_settings()
+        self.settings = settings
+        if settings.spec is None:
+            return
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragmeter-judge") as pool:
+            pool.submit(lambda: asyncio.run(self._judge_all(pairs, settings))).result()
+
+    async def _judge_all(self, pairs: list[tuple[Case, Response]], settings: JudgeSettings) -> None:
+        assert settings.spec is not None
+        judge = build_judge(settings.spec, api_key_env=settings.api_key_env)
+        if settings.max_cost is not None and price_for(judge.model, settings.prices) is None:
+            raise ValueError(
+                f"max_cost is set but judge {judge.model} has no price; add it to the prices"
+            )
+        store = JudgeStore(settings.store)
+        session = JudgeSession(
+            judge,
+            store,
+            use_cache=settings.use_cache,
+            prices=settings.prices,
+            budget=Budget(settings.max_cost),
+            concurrency=settings.concurrency,
+            run_id=settings.run_id,
+        )
+        self.session = session
+        try:
+            jobs = [
+                self._run(session, task, case, response, settings)
+                for case, response in pairs
+                for task in self.tasks
+                if applies(task, case, response)
+            ]
+            await asyncio.gather(*jobs)
+        finally:
+            await judge.aclose()
+            store.close()
+
+    async def _run(
+        self,
+        session: JudgeSession,
+        task: Task,
+        case: Case,
+        response: Response,
+        settings: JudgeSettings,
+    ) -> None:
+        item = make_item(case, response, settings)
+        if task.needs_answer and not item.answer.strip():
+            self._set(task, case.case_id, SkipScore(EMPTY_ANSWER))
+            return
+        if "retrieved" in task.requires and not item.contexts:
+            if task.name == "context_recall":
+                self._set(task, case.case_id, (0.0, {"no_contexts": True}))
+            else:
+                self._set(task, case.case_id, SkipScore(NO_CONTEXTS))
+            return
+        try:
+            values = await task.fn(session, item)
+        except BudgetReachedError:
+            self._set(task, case.case_id, SkipScore(BUDGET))
+            return
+        except Exception as exc:  # recorded per case; one bad verdict must not stop the pass
+            self._set(task, case.case_id, _failure(exc))
+            return
+        for metric, outcome in values.items():
+            self.outcomes[(metric, case.case_id)] = outcome
+
+    def compute_fn(self, metric: str) -> Callable[[Case, Response], MetricOutput]:
+        def compute(case: Case, response: Response) -> MetricOutput:
+            if self.settings is None:  # scored without the prepare hook
+                self.prepare([(case, response)])
+            if self.settings is None or self.settings.spec is None:
+                raise SkipScore(NO_JUDGE)
+            outcome = self.outcomes.get((metric, case.case_id))
+            if outcome is None:
+                self.prepare([(case, response)])
+                outcome = self.outcomes.get((metric, case.case_id))
+            if outcome is None:
+                raise RuntimeError(f"no judged outcome for case {case.case_id!r}")
+            if isinstance(outcome, Exception):
+                raise outcome
+            return outcome
+
+        return compute
+
+
+METRICS: tuple[tuple[str, str, str, str | None, str], ...] = (
+    # name, task, group, unit, description
+    ("faithfulness", "faithfulness", "grounding", None, "share of answer claims supported"),
+    ("answer_relevancy", "answer_relevancy", "generation", None, "judge's 0..1 relevance"),
+    ("context_precision", "context_precision", "context_quality", None, "share relevant"),
+    (
+        "context_precision_ranked",
+        "context_precision",
+        "context_quality",
+        None,
+        "rank-weighted precision (mean precision@k at relevant ranks)",
+    ),
+    ("context_recall", "context_recall", "context_quality", None, "reference statements found"),
+    ("groundedness", "groundedness", "grounding", "0-5", "seed 004 groundedness scale"),
+    ("correctness", "correctness", "generation", "0-5", "seed 004 correctness scale"),
+    ("judged_correct_rate", "classification", "generation", None, "classified CORRECT"),
+    ("judged_wrong_rate", "classification", "generation", None, "classified WRONG"),
+    ("judged_dont_know_rate", "classification", "generation", None, "classified DONT_KNOW"),
+)
+
+
+def selected_tasks() -> list[Task]:
+    """The tasks named in the judge settings (``tasks`` / ``RAGMETER_JUDGE_TASKS``), else all."""
+    names = current_settings().tasks
+    if names is None:
+        return list(TASKS.values())
+    unknown = sorted(set(names) - set(TASKS))
+    if unknown:
+        raise ValueError(f"unknown judged tasks {unknown}; known: {sorted(TASKS)}")
+    return [TASKS[name] for name in names]
+
+
+def judged_metrics(settings: MetricSettings) -> list[Metric]:
+    tasks = selected_tasks()
+    state = JudgedState(tasks)
+    prepare = state.prepare  # one object, so the engine prepares the family once
+    chosen = {task.name for task in tasks}
+    return [
+        Metric(
+            name=name,
+            group=group,
+            compute=state.compute_fn(name),
+            requires=TASKS[task].requires,
+            higher_is_better=name != "judged_wrong_rate",
+            unit=unit,
+            description=f"LLM judge: {description}",
+            prepare=prepare,
+        )
+        for name, task, group, unit, description in METRICS
+        if task in chosen
+    ]

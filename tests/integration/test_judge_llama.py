@@ -1,0 +1,140 @@
+"""The judged metrics end to end with a real local judge: llama.cpp's server on 127.0.0.1 with
+Qwen2.5-Coder-0.5B-Instruct (GGUF from PyPI), installed by scripts/setup_llama.py."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ragmeter import judges
+from ragmeter.judges.cache import JudgeStore
+from ragmeter.judges.estimate import estimate_judging
+from ragmeter.judges.templates import load_prompt
+from ragmeter.metrics import resolve_metrics
+from ragmeter.metrics.base import MetricSettings
+from ragmeter.models import Case, CaseResult, Response, RetrievedChunk, Score
+from ragmeter.runner.engine import score_results
+
+pytestmark = pytest.mark.integration
+SETUP = Path(__file__).resolve().parents[2] / "scripts" / "setup_llama.py"
+CONTEXT = (
+    "Full-time employees of Quillmark Labs accrue 2.25 days of paid vacation per month, "
+    "which is 27 days per calendar year. Unused days carry over up to 5 days."
+)
+OTHER = "The office coffee machine is cleaned every Friday afternoon by the facilities team."
+
+
+@pytest.fixture(scope="module")
+def gguf() -> Path:
+    done = subprocess.run(
+        [sys.executable, str(SETUP)], capture_output=True, text=True, timeout=1800
+    )
+    if done.returncode == 2:
+        pytest.skip(f"llama-cpp-python cannot be built here: {done.stderr[-500:]}")
+    assert done.returncode == 0, done.stderr[-2000:]
+    return Path(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(autouse=True)
+def clean_config() -> Iterator[None]:
+    judges.configure(None)
+    yield
+    judges.configure(None)
+
+
+def demo_pairs() -> list[tuple[Case, Response]]:
+    question = "How many days of paid vacation does a full-time employee accrue per year?"
+    reference = "Full-time employees accrue 27 days of paid vacation per calendar year."
+    chunks = [RetrievedChunk(id="a", text=CONTEXT), RetrievedChunk(id="b", text=OTHER)]
+    answers = {
+        "right": "A full-time employee accrues 27 days of paid vacation per year.",
+        "wrong": "A full-time employee accrues 40 days of paid vacation per year.",
+        "unknown": "I don't know.",
+    }
+    return [
+        (
+            Case(case_id=name, question=question, reference_answer=reference),
+            Response(answer=answer, retrieved=chunks),
+        )
+        for name, answer in answers.items()
+    ]
+
+
+def run(pairs: list[tuple[Case, Response]]) -> dict[tuple[str, str], Score]:
+    metrics = resolve_metrics(["judged"], MetricSettings())
+    results = [CaseResult(case_id=c.case_id, status="ok", response=r) for c, r in pairs]
+    return {
+        (s.metric, s.case_id): s for s in score_results([c for c, _ in pairs], results, metrics)
+    }
+
+
+def test_local_judge_end_to_end(gguf: Path, tmp_path: Path) -> None:
+    store = tmp_path / "runs.db"
+    judges.configure(f"local:{gguf}", store=str(store), concurrency=1)
+    pairs = demo_pairs()
+    started = time.perf_counter()
+    first = run(pairs)
+    first_s = time.perf_counter() - started
+
+    statuses = [s.status for s in first.values()]
+    assert "skipped" not in statuses
+    ok = [s for s in first.values() if s.status == "ok"]
+    assert len(ok) >= 0.8 * len(first), {k: s.reason for k, s in first.items() if s.reason}
+    for score in first.values():
+        if score.status == "failed":  # a named reason, never a silent value
+            assert score.reason and "judge" in score.reason
+            continue
+        assert score.details["judge_model"].startswith("local:")
+        assert score.details["judge_model"].endswith(judges_sha(gguf))
+        for name, version in score.details["prompt_versions"].items():
+            assert load_prompt(name).version == version
+    for metric in ("groundedness", "correctness"):
+        for case in ("right", "wrong", "unknown"):
+            score = first[(metric, case)]
+            assert score.status != "ok" or 0 <= (score.value or 0) <= 5
+    grounded = first[("groundedness", "right")]
+    if grounded.status == "ok":
+        assert isinstance(grounded.details["unsupported_claims"], list)
+
+    rows = JudgeStore(store).calls()
+    assert rows and all(r["cached"] == 0 for r in rows)
+    assert all(r["model"].startswith("local:") and r["cost_usd"] == 0.0 for r in rows)
+    assert all(r["prompt_tokens"] and r["completion_tokens"] for r in rows)
+    assert all(r["finish_reason"] in ("stop", "length") for r in rows)
+    requests = len(rows)
+    # per case at most 8 calls (+1 per repair); RAGAS four: faithfulness 2 + 1 + 1 + 1
+    assert 8 * len(pairs) <= requests <= 16 * len(pairs)
+
+    started = time.perf_counter()
+    second = run(pairs)
+    second_s = time.perf_counter() - started
+    rows = JudgeStore(store).calls()
+    assert sum(r["cached"] == 0 for r in rows) == requests  # zero requests on the second run
+    assert sum(r["cached"] == 1 for r in rows) == requests
+    assert {k: (s.status, s.value) for k, s in first.items()} == {
+        k: (s.status, s.value) for k, s in second.items()
+    }
+
+    estimate = estimate_judging(list(pairs), rows[0]["model"])
+    prompt_tokens = sum(r["prompt_tokens"] for r in rows if not r["cached"])
+    assert estimate.cost_usd == 0.0
+    assert 0.4 < estimate.prompt_tokens / prompt_tokens < 2.5
+    print(
+        f"\nlocal judge: {requests} calls in {first_s:.1f} s ({first_s / requests:.2f} s/call), "
+        f"cached rerun {second_s:.2f} s; prompt tokens {prompt_tokens} "
+        f"(estimate {estimate.prompt_tokens}); ok {len(ok)}/{len(first)}; "
+        + ", ".join(
+            f"{m}[{c}]={s.value}" for (m, c), s in sorted(first.items()) if s.value is not None
+        )
+    )
+
+
+def judges_sha(gguf: Path) -> str:
+    from ragmeter.judges.local import file_sha256
+
+    return file_sha256(gguf)[:12]
