@@ -495,3 +495,48 @@ def test_cost_and_dry_run_estimate() -> None:
     budget = Budget(0.0)
     with pytest.raises(Exception, match="budget reached"):
         budget.check()
+
+
+def test_cli_eval_with_judge_records_calls_and_second_run_hits_cache(
+    serve: Any, tmp_path: Path
+) -> None:
+    """`ragmeter eval --judge http://...#model` end to end: judged scores in the run, every
+    call recorded in the store, and a second identical run answered from the cache."""
+    import sqlite3
+    import subprocess
+    import sys
+
+    server = serve(smart_judge)
+    store = tmp_path / "r.db"
+    args = [
+        sys.executable,
+        "-m",
+        "ragmeter",
+        "eval",
+        "--samples",
+        "3",
+        "--seed",
+        "1",
+        "--metrics",
+        "retrieval",
+        "--judge",
+        f"{server.url}/v1#tiny",
+        "--store",
+        str(store),
+        "--output-dir",
+        str(tmp_path / "o"),
+        "--no-progress",
+    ]
+    first = subprocess.run(args, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    assert "faithfulness" in first.stdout and "context_precision" in first.stdout
+    requests_after_first = len(server.requests)
+    assert requests_after_first > 0
+    db = sqlite3.connect(store)
+    recorded = db.execute("SELECT COUNT(*), SUM(cached) FROM judge_calls").fetchone()
+    assert recorded[0] >= requests_after_first and not recorded[1]
+    second = subprocess.run(args, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert second.returncode == 0, second.stderr
+    assert len(server.requests) == requests_after_first  # every call answered by the cache
+    config = db.execute("SELECT config_json FROM runs ORDER BY created_at LIMIT 1").fetchone()[0]
+    assert json.loads(config)["judge"] == f"{server.url}/v1#tiny"

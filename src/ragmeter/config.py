@@ -75,6 +75,8 @@ class EvalConfig(BaseModel):
             "context",
             "citation",
             "abstention",
+            "grounding",
+            "semantic",
             "performance",
         ]
     )
@@ -84,6 +86,8 @@ class EvalConfig(BaseModel):
     require_snippet: bool = False
     abstention_phrases: list[str] = Field(default_factory=list)
     embedder: str = "minilm"
+    judge: str | None = None
+    max_judge_cost: float | None = Field(default=None, ge=0)
     concurrency: int = Field(default=8, ge=1)
     case_timeout_s: float = Field(default=60.0, gt=0)
     samples: int | None = Field(default=None, ge=1)

@@ -84,6 +84,12 @@ def main() -> None:
 @click.option("--store", help="SQLite run store (default .ragmeter/runs.db).")
 @click.option("--output-dir", help="Folder for run JSON files (default .ragmeter/runs).")
 @click.option("--resume", help="Finish an interrupted run by its id.")
+@click.option(
+    "--judge",
+    help="LLM judge for the judged metrics: openai:MODEL, anthropic:MODEL, "
+    "http://HOST:PORT/v1#MODEL or local:PATH.gguf (keys from environment variables only).",
+)
+@click.option("--max-judge-cost", type=float, help="Stop judging at this many USD.")
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
 @click.option(
     "--breakdown",
@@ -129,12 +135,18 @@ def eval_command(
     baseline: str | None,
     margin: float,
     alpha: float,
+    judge: str | None,
+    max_judge_cost: float | None,
 ) -> None:
     """Ask every case, score, store the run and print the scorecard.
 
     With no options: the bundled demo dataset against the built-in reference pipeline, offline.
     """
     overrides: dict[str, Any] = {}
+    if judge:
+        overrides["judge"] = judge
+    if max_judge_cost is not None:
+        overrides["max_judge_cost"] = max_judge_cost
     target: dict[str, Any] = {}
     try:
         if target_spec:
@@ -728,6 +740,23 @@ def validate_command(path: str, field_map: tuple[str, ...]) -> None:
 
     count = len(load_dataset(path, _pairs(field_map, "--field-map") or None))
     click.echo(f"ok: {count} cases")
+
+
+@datasets_group.command("import-squad")
+@click.argument("squad_json", type=click.Path(exists=True, dir_okay=False))
+@click.argument("out_dir", type=click.Path(file_okay=False))
+def import_squad_command(squad_json: str, out_dir: str) -> None:
+    """Turn a SQuAD v1.1/v2.0 JSON file into OUT_DIR/cases.jsonl and a Markdown OUT_DIR/corpus/
+    (one document a paragraph) for `ragmeter eval --dataset ... --corpus ...`."""
+    from ragmeter.datasets.squad import import_squad
+
+    try:
+        cases_file, corpus, count = import_squad(squad_json, out_dir)
+    except DatasetError as exc:
+        errors.print(f"error: {exc}", markup=False, highlight=False)
+        sys.exit(EXIT_BAD_INPUT)
+    click.echo(f"{count} cases -> {cases_file}; corpus -> {corpus}")
+    click.echo(f"run: ragmeter eval --dataset {cases_file} --corpus {corpus}")
 
 
 @datasets_group.command("schema")

@@ -167,6 +167,7 @@ def score_case(metric: Metric, case: Case, result: CaseResult) -> Score:
             value=None,
             status="failed",
             reason=f"{type(exc).__name__}: {exc}",
+            details=getattr(exc, "details", {}),  # e.g. a judge's raw output
         )
     value, details = output if isinstance(output, tuple) else (output, {})
     if value is None or not math.isfinite(float(value)):

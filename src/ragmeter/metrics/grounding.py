@@ -371,6 +371,11 @@ def assess(
     return Assessment(verdicts, non_claims, numbers, fabricated, context, notes, weights.non_claim)
 
 
+def _skip_abstention(response: Response) -> None:
+    if response.abstained:
+        raise SkipScore("the response abstained (no claims to ground)")
+
+
 NO_CHECKED_CLAIMS = "no checked claims (none, or only general claims, which are not checked)"
 
 
@@ -435,6 +440,7 @@ def grounding_metrics(
     state = GroundingState(settings.embedder, weights)
 
     def support_rate(_: Case, response: Response) -> MetricOutput:
+        _skip_abstention(response)
         result = state.assess(response)
         checked = result.checked
         if not checked:
@@ -443,6 +449,7 @@ def grounding_metrics(
         return supported / len(checked), result.details()
 
     def unsupported_count(_: Case, response: Response) -> MetricOutput:
+        _skip_abstention(response)
         result = state.assess(response)
         if not result.checked:
             raise SkipScore(NO_CHECKED_CLAIMS)
@@ -457,6 +464,7 @@ def grounding_metrics(
         }
 
     def score(_: Case, response: Response) -> MetricOutput:
+        _skip_abstention(response)
         result = state.assess(response)
         if result.score is None:
             raise SkipScore("no checkable claims (empty, refusal-only or question-only answer)")

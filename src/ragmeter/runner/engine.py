@@ -217,6 +217,19 @@ def check_scoring_config(config: EvalConfig) -> None:
     )
 
 
+def configure_judge(config: EvalConfig, run_id: str) -> None:
+    """Point the judged metrics at the run's judge; its calls are recorded in the run store."""
+    from ragmeter.judges import configure
+
+    configure(
+        config.judge,
+        store=config.store,
+        max_cost=config.max_judge_cost,
+        run_id=run_id,
+        prices={m: (p.input_per_1k, p.output_per_1k) for m, p in config.prices.items()},
+    )
+
+
 def score_run(
     store: RunStore, run_id: str, config: EvalConfig
 ) -> tuple[RunRecord, list[CaseResult], list[Score]]:
@@ -224,7 +237,11 @@ def score_run(
     the weighted score, the targets table and the performance summary."""
     cases = store.get_cases(run_id)
     results = store.get_results(run_id)
-    metrics = resolve_metrics(config.metrics, metric_settings(config))
+    families = list(config.metrics)
+    if config.judge:
+        configure_judge(config, run_id)
+        families += [] if "judged" in families else ["judged"]
+    metrics = resolve_metrics(families, metric_settings(config))
     priced = apply_prices(results, config.prices)
     scores = score_results(cases, results, metrics)
     scorecard, breakdowns = aggregate_with_breakdowns(
