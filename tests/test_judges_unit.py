@@ -540,3 +540,6 @@ def test_cli_eval_with_judge_records_calls_and_second_run_hits_cache(
     assert len(server.requests) == requests_after_first  # every call answered by the cache
     config = db.execute("SELECT config_json FROM runs ORDER BY created_at LIMIT 1").fetchone()[0]
     assert json.loads(config)["judge"] == f"{server.url}/v1#tiny"
+    run_files = sorted((tmp_path / "o").glob("*.json"), key=lambda p: p.stat().st_mtime)
+    judge_cost = json.loads(run_files[-1].read_text())["performance"]["cost"]["judge"]
+    assert judge_cost["calls"] > 0 and judge_cost["cached"] == judge_cost["calls"]

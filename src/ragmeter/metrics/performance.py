@@ -147,8 +147,8 @@ def performance_summary(results: list[CaseResult], priced: int = 0) -> dict[str,
                 "total_usd": float(sum(costs)) if costs else None,
                 "per_query_usd": float(sum(costs) / len(costs)) if costs else None,
             },
-            # LLM judges are not part of ragmeter yet: their cost is kept apart from the
-            # system's and reported here once judges record their token usage
+            # filled from the run's judge-call records when a judge ran (kept apart from the
+            # system's cost)
             "judge": {"status": "not_measured", "reason": "no LLM judge ran in this run"},
         },
     }

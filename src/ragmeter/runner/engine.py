@@ -264,6 +264,8 @@ def score_run(
         targets=check_targets(scorecard, parse_targets(config.targets)),
         performance=performance_summary(results, priced),
     )
+    if config.judge:
+        extras.performance["cost"]["judge"] = store.judge_cost(run_id)
     store.replace_scores(run_id, scores)
     store.finish_run(run_id, scorecard, now_iso(), sum(r.status != "ok" for r in results), extras)
     return store.get_run(run_id), results, scores

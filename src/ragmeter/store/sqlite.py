@@ -324,6 +324,24 @@ class RunStore:
             for row in rows
         ]
 
+    def judge_cost(self, run_id: str) -> dict[str, Any]:
+        """Calls, cache hits, tokens and USD of the LLM judge calls recorded for a run."""
+        row = self.db.execute(
+            "SELECT COUNT(*) AS calls, SUM(cached) AS cached, SUM(prompt_tokens) AS prompt,"
+            " SUM(completion_tokens) AS completion, SUM(cost_usd) AS usd,"
+            " SUM(cost_usd IS NULL AND cached = 0) AS unpriced"
+            " FROM judge_calls WHERE run_id=?",
+            (run_id,),
+        ).fetchone()
+        return {
+            "calls": int(row["calls"]),
+            "cached": int(row["cached"] or 0),
+            "prompt_tokens": int(row["prompt"] or 0),
+            "completion_tokens": int(row["completion"] or 0),
+            "total_usd": float(row["usd"]) if row["usd"] is not None else None,
+            "unpriced_calls": int(row["unpriced"] or 0),
+        }
+
     def counts(self, run_id: str) -> dict[str, Any]:
         row = self.db.execute(
             "SELECT COUNT(*) AS answered, SUM(status != 'ok') AS errors"
