@@ -174,7 +174,11 @@ def run_bare(url: str, raw_cases: list[dict[str, Any]], concurrency: int) -> flo
 
 
 def run_ragmeter(
-    url: str, raw_cases: list[dict[str, Any]], concurrency: int, workdir: Path
+    url: str,
+    raw_cases: list[dict[str, Any]],
+    concurrency: int,
+    workdir: Path,
+    metrics: list[str] | None = None,
 ) -> tuple[float, float]:
     """(total seconds, seconds until the last answer) for one ragmeter evaluation."""
     from ragmeter.config import EvalConfig, TargetConfig
@@ -189,6 +193,7 @@ def run_ragmeter(
         store=str(folder / "runs.db"),
         output_dir=str(folder / "runs"),
         progress=False,
+        **({"metrics": metrics} if metrics else {}),
     )
     last_answer = 0.0
 
@@ -215,6 +220,10 @@ def main() -> int:
         action="store_true",
         help="Also cProfile one ragmeter evaluation and print the top functions.",
     )
+    parser.add_argument(
+        "--metrics",
+        help="Comma-separated metric families (default: ragmeter's default offline set).",
+    )
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -224,19 +233,20 @@ def main() -> int:
         return 0
 
     raw_cases = make_cases(args.cases)
+    families = [m.strip() for m in args.metrics.split(",")] if args.metrics else None
     server, url = start_server_process()
     try:
         with tempfile.TemporaryDirectory(prefix="ragmeter-bench-") as tmp:
             workdir = Path(tmp)
             # warm-up: imports, first connections, page cache
             run_bare(url, raw_cases[:200], args.concurrency)
-            run_ragmeter(url, raw_cases[:200], args.concurrency, workdir)
+            run_ragmeter(url, raw_cases[:200], args.concurrency, workdir, families)
             bare: list[float] = []
             ours: list[float] = []
             ours_query: list[float] = []
             for round_ in range(1, args.repeat + 1):
                 b = run_bare(url, raw_cases, args.concurrency)
-                r, q = run_ragmeter(url, raw_cases, args.concurrency, workdir)
+                r, q = run_ragmeter(url, raw_cases, args.concurrency, workdir, families)
                 bare.append(args.cases / b)
                 ours.append(args.cases / r)
                 ours_query.append(args.cases / q)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from functools import lru_cache
 from itertools import combinations
 
 from ragmeter.metrics.base import Metric, MetricOutput, MetricSettings, SkipScore
@@ -30,9 +31,10 @@ def _pairs_needed(texts: list[str]) -> None:
         raise SkipScore("fewer than 2 retrieved chunks with text")
 
 
-def ngrams(text: str, n: int = NGRAM) -> set[tuple[str, ...]]:
+@lru_cache(maxsize=8192)
+def ngrams(text: str, n: int = NGRAM) -> frozenset[tuple[str, ...]]:
     tokens = words(text)
-    return {tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1)}
+    return frozenset(tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1))
 
 
 def ngram_redundancy(texts: list[str]) -> float:
@@ -49,10 +51,12 @@ class IdfTable:
     def __init__(self) -> None:
         self.df: Counter[str] = Counter()
         self.documents = 0
+        self._vectors: dict[str, dict[str, float]] = {}
 
     def prepare(self, pairs: list[tuple[Case, Response]]) -> None:
         self.df.clear()
         self.documents = 0
+        self._vectors.clear()
         for _, response in pairs:
             for text in _texts(response):
                 self.documents += 1
@@ -62,6 +66,12 @@ class IdfTable:
         return math.log((1 + self.documents) / (1 + self.df.get(term, 0))) + 1.0
 
     def vector(self, text: str) -> dict[str, float]:
+        cached = self._vectors.get(text)
+        if cached is None:
+            cached = self._vectors[text] = self._vector(text)
+        return cached
+
+    def _vector(self, text: str) -> dict[str, float]:
         counts = Counter(content_tokens(text))
         vector = {term: count * self.idf(term) for term, count in counts.items()}
         norm = math.sqrt(sum(v * v for v in vector.values()))

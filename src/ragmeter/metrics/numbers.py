@@ -23,6 +23,7 @@ import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 
 _SCALES = {
     "hundred": 1e2,
@@ -108,6 +109,11 @@ def _unit(match: re.Match[str]) -> str | None:
 
 def extract_numbers(text: str) -> list[NumberMention]:
     """Every number stated in ``text``, in order of appearance, normalised (see module doc)."""
+    return list(_extract_numbers(text))
+
+
+@lru_cache(maxsize=16384)  # chunk texts recur across the cases of a run
+def _extract_numbers(text: str) -> tuple[NumberMention, ...]:
     found: list[NumberMention] = []
     taken: list[tuple[int, int]] = []
     for match in _NUMBER.finditer(text):
@@ -139,7 +145,7 @@ def extract_numbers(text: str) -> list[NumberMention]:
             )
         )
     found.sort(key=lambda mention: mention.start)
-    return found
+    return tuple(found)
 
 
 def same_value(a: float, b: float) -> bool:

@@ -14,6 +14,7 @@ from ragmeter.targets.reference.text import STOP_WORDS, stem
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
+@lru_cache(maxsize=16384)
 def fold(text: str) -> str:
     """Lowercase, unicode-compatible, typographic quotes and dashes made plain, spaces folded."""
     text = unicodedata.normalize("NFKC", text).lower()
@@ -21,13 +22,15 @@ def fold(text: str) -> str:
     return " ".join(text.split())
 
 
-def words(text: str) -> list[str]:
-    return _WORD.findall(fold(text))
+@lru_cache(maxsize=16384)
+def words(text: str) -> tuple[str, ...]:
+    return tuple(_WORD.findall(fold(text)))
 
 
-def content_tokens(text: str) -> list[str]:
+@lru_cache(maxsize=16384)  # chunk texts recur across the metrics and cases of a run
+def content_tokens(text: str) -> tuple[str, ...]:
     """Words that carry content: stop words dropped, plurals stemmed."""
-    return [stem(w) for w in words(text) if w not in STOP_WORDS]
+    return tuple(stem(w) for w in words(text) if w not in STOP_WORDS)
 
 
 def parse_number(token: str) -> float | None:
