@@ -348,7 +348,7 @@ def test_judged_metrics_values_details_and_call_budget(serve: Any, tmp_path: Pat
     judges.configure(f"{server.url}/v1#judge-model", store=str(tmp_path / "runs.db"), tasks=RAGAS)
     pairs = [case_and_response(i, chunks=12) for i in range(3)]
     scores = run_judged(pairs)
-    assert {metric for metric, _ in scores} == {*RAGAS, "context_precision_ranked"}
+    assert {metric for metric, _ in scores} == {*RAGAS, "context_precision_ranked", "ragas_score"}
     # faithfulness + relevancy + precision + recall: 5 calls per case with 12 chunks
     assert len(server.requests) == 5 * len(pairs)
     s = scores[("faithfulness", "c0")]
@@ -389,7 +389,7 @@ def test_all_judged_metrics_and_seed_004_details(serve: Any, tmp_path: Path) -> 
     assert {k[0] for k, s in scores.items() if s.status == "ok"} == {
         "faithfulness", "answer_relevancy", "context_precision", "context_precision_ranked",
         "context_recall", "groundedness", "correctness", "judged_correct_rate",
-        "judged_wrong_rate", "judged_dont_know_rate",
+        "judged_wrong_rate", "judged_dont_know_rate", "ragas_score",
     }  # fmt: skip
     grounded = scores[("groundedness", "c1")]
     assert grounded.value == 3.0 and grounded.details["unsupported_claims"] == ["B"]
@@ -543,3 +543,117 @@ def test_cli_eval_with_judge_records_calls_and_second_run_hits_cache(
     run_files = sorted((tmp_path / "o").glob("*.json"), key=lambda p: p.stat().st_mtime)
     judge_cost = json.loads(run_files[-1].read_text())["performance"]["cost"]["judge"]
     assert judge_cost["calls"] > 0 and judge_cost["cached"] == judge_cost["calls"]
+
+
+def test_rescore_judges_stored_responses_without_the_system(serve: Any, tmp_path: Path) -> None:
+    """`ragmeter rescore RUN --judge ...`: the stored responses are judged in a new run; the
+    system under test (a replay file, deleted before the rescore) is not needed."""
+    import subprocess
+    import sys
+
+    from ragmeter.config import EvalConfig, TargetConfig
+    from ragmeter.runner.engine import evaluate
+
+    store = str(tmp_path / "r.db")
+    first = evaluate(
+        EvalConfig(
+            store=store,
+            output_dir=str(tmp_path / "o"),
+            progress=False,
+            samples=3,
+            seed=2,
+            metrics=["retrieval"],
+        )
+    )
+    replay = tmp_path / "responses.jsonl"
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ragmeter",
+            "export",
+            first.record.id,
+            "--store",
+            store,
+            "-o",
+            str(replay),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    replayed = evaluate(
+        EvalConfig(
+            store=store,
+            output_dir=str(tmp_path / "o"),
+            progress=False,
+            metrics=["retrieval"],
+            target=TargetConfig(kind="replay", path=str(replay)),
+        ),
+        cases=first_cases(store, first.record.id),
+    )
+    replay.unlink()
+    server = serve(smart_judge)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ragmeter",
+            "rescore",
+            replayed.record.id,
+            "--store",
+            store,
+            "--judge",
+            f"{server.url}/v1#tiny",
+            "--output-dir",
+            str(tmp_path / "o2"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "faithfulness" in result.stdout and server.requests
+    from ragmeter.store.sqlite import RunStore
+
+    runs = RunStore(store).list_runs()
+    new = next(r for r in runs if r.config.get("rescored_from") == replayed.record.id)
+    assert new.question_count == 3 and new.config["judge"] == f"{server.url}/v1#tiny"
+    old_answers = [
+        r.response.answer for r in RunStore(store).get_results(replayed.record.id) if r.response
+    ]
+    new_answers = [r.response.answer for r in RunStore(store).get_results(new.id) if r.response]
+    assert new_answers == old_answers
+    assert new.scorecard is not None and new.scorecard.get("faithfulness") is not None
+
+
+def first_cases(store: str, run_id: str) -> list[Case]:
+    from ragmeter.store.sqlite import RunStore
+
+    return RunStore(store).get_cases(run_id)
+
+
+def test_ragas_composite_renormalises_over_measured_parts(serve: Any, tmp_path: Path) -> None:
+    server = serve(smart_judge)
+    judges.configure(f"{server.url}/v1#tiny", store=str(tmp_path / "j.db"))
+    pairs = [case_and_response(1)]
+    scores = run_judged(pairs)
+    parts = {
+        name: scores[(name, pairs[0][0].case_id)].value
+        for name in ("faithfulness", "context_precision", "context_recall", "answer_relevancy")
+    }
+    composite = scores[("ragas_score", pairs[0][0].case_id)]
+    assert all(v is not None for v in parts.values())
+    expected = (
+        0.3 * parts["faithfulness"]
+        + 0.2 * parts["context_precision"]  # type: ignore[operator]
+        + 0.2 * parts["context_recall"]
+        + 0.3 * parts["answer_relevancy"]
+    )  # type: ignore[operator]
+    assert composite.value == pytest.approx(expected)
+    # without a reference answer context recall is skipped: weights renormalise over the rest
+    case, response = case_and_response(2)
+    no_reference = case.model_copy(update={"reference_answer": None, "case_id": "nr"})
+    scores = run_judged([(no_reference, response)])
+    composite = scores[("ragas_score", "nr")]
+    assert "context_recall" in composite.details["left_out"]
+    assert sum(composite.details["weights"].values()) == pytest.approx(1.0)

@@ -298,6 +298,48 @@ def _run_eval(config: EvalConfig, resume: str | None) -> RunRecord:
     return outcome.record
 
 
+@main.command("rescore")
+@click.argument("run_id")
+@click.option("--store", default=".ragmeter/runs.db", show_default=True)
+@click.option("--judge", help="LLM judge for the judged metrics (see 'ragmeter eval --judge').")
+@click.option("--max-judge-cost", type=float, help="Stop judging at this many USD.")
+@click.option("--metrics", help="Comma-separated metric families (default: the run's own).")
+@click.option("--output-dir", help="Folder for the new run file (default: the run's own).")
+@click.option("--name", help="Name of the new run.")
+def rescore_command(
+    run_id: str,
+    store: str,
+    judge: str | None,
+    max_judge_cost: float | None,
+    metrics: str | None,
+    output_dir: str | None,
+    name: str | None,
+) -> None:
+    """Score a stored run again without calling the system under test.
+
+    The stored responses are scored with the run's config, changed by the options given (for
+    example another judge); the result is a new run, so `ragmeter compare OLD NEW` works.
+    """
+    from ragmeter.runner.engine import rescore
+
+    changes: dict[str, Any] = {}
+    if judge:
+        changes["judge"] = judge
+    if max_judge_cost is not None:
+        changes["max_judge_cost"] = max_judge_cost
+    if metrics:
+        changes["metrics"] = [m.strip() for m in metrics.split(",") if m.strip()]
+    if name:
+        changes["name"] = name
+    try:
+        outcome = rescore(store, run_id, changes, output_dir)
+    except (RunNotFoundError, UnknownNameError, ValueError) as exc:
+        errors.print(f"[red]error:[/red] {exc}", highlight=False)
+        sys.exit(EXIT_BAD_INPUT)
+    print_run(outcome.record, console)
+    console.print(f"rescored {run_id} as {outcome.record.id} · run file {outcome.run_file}")
+
+
 @main.command("runs")
 @click.option("--store", default=".ragmeter/runs.db", show_default=True)
 @click.option("--limit", default=50, show_default=True)

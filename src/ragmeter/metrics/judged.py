@@ -208,12 +208,70 @@ def selected_tasks() -> list[Task]:
     return [TASKS[name] for name in names]
 
 
+# seed 001's RAGAS composite weights
+RAGAS_WEIGHTS: dict[str, float] = {
+    "faithfulness": 0.30,
+    "context_precision": 0.20,
+    "context_recall": 0.20,
+    "answer_relevancy": 0.30,
+}
+
+
+def ragas_composite(
+    state: JudgedState, chosen: set[str]
+) -> Callable[[Case, Response], MetricOutput]:
+    """Seed 001's composite: the weighted mean of the four RAGAS-style scores of a case, with
+    the weights renormalised over those that were measured (skipped or failed ones left out)."""
+    # the four metric names are also their judge tasks' names
+    parts = {name: state.compute_fn(name) for name in RAGAS_WEIGHTS if name in chosen}
+
+    def compute(case: Case, response: Response) -> MetricOutput:
+        measured: dict[str, float] = {}
+        left_out: dict[str, str] = {}
+        audit: dict[str, Any] = {}  # the judge model and call ids, as every judged score has
+        for name, part in parts.items():
+            try:
+                output = part(case, response)
+            except Exception as exc:  # a skip or a failure: this part does not count
+                left_out[name] = str(exc)
+                continue
+            measured[name] = output[0] if isinstance(output, tuple) else output
+            if isinstance(output, tuple):
+                audit.update({k: v for k, v in output[1].items() if k.startswith("judge")})
+        if not measured and len(set(left_out.values())) == 1:
+            raise SkipScore(next(iter(left_out.values())))  # e.g. no judge configured
+        if not measured:
+            raise SkipScore(
+                "none of faithfulness, context precision/recall, answer relevancy was measured"
+            )
+        total = sum(RAGAS_WEIGHTS[name] for name in measured)
+        value = sum(RAGAS_WEIGHTS[name] / total * v for name, v in measured.items())
+        return value, {
+            **audit,
+            "measured": measured,
+            "left_out": left_out,
+            "weights": {n: RAGAS_WEIGHTS[n] / total for n in measured},
+        }
+
+    return compute
+
+
 def judged_metrics(settings: MetricSettings) -> list[Metric]:
     tasks = selected_tasks()
     state = JudgedState(tasks)
     prepare = state.prepare  # one object, so the engine prepares the family once
     chosen = {task.name for task in tasks}
-    return [
+    composite = [
+        Metric(
+            name="ragas_score",
+            group="generation",
+            compute=ragas_composite(state, chosen),
+            description="LLM judge: seed 001's RAGAS composite (0.3 faithfulness, 0.2 context "
+            "precision, 0.2 context recall, 0.3 answer relevancy), renormalised over measured",
+            prepare=prepare,
+        )
+    ]
+    return composite + [
         Metric(
             name=name,
             group=group,

@@ -374,3 +374,41 @@ def evaluate(
 
 def target_config_from(config: EvalConfig, **changes: Any) -> TargetConfig:
     return config.target.model_copy(update=changes)
+
+
+def rescore(
+    store_path: str,
+    run_id: str,
+    changes: dict[str, Any],
+    output_dir: str | None = None,
+) -> RunOutcome:
+    """Score a stored run again, without asking the system: a new run holds the same cases and
+    responses, scored with the old config changed by ``changes`` (e.g. another judge or metric
+    set). The old run and its scores stay as they were, so the two can be compared."""
+    store = RunStore(store_path)
+    try:
+        source = store.get_run(run_id)
+        update = {**changes, "store": store_path}
+        if output_dir is not None:
+            update["output_dir"] = output_dir
+        config = _record_config(source.config).model_copy(update=update)
+        new_id = uuid.uuid4().hex[:12]
+        snapshot = config_snapshot(config)
+        snapshot["target_info"] = source.config.get("target_info")
+        snapshot["ragmeter_version"] = __version__
+        snapshot["rescored_from"] = source.id
+        record = RunRecord(
+            id=new_id,
+            name=config.name or f"rescore-{source.id[:8]}",
+            created_at=now_iso(),
+            config=snapshot,
+            datasets=source.datasets,
+            question_count=source.question_count,
+        )
+        store.create_run(record, store.get_cases(source.id))
+        store.save_results(new_id, store.get_results(source.id))
+        final, results, scores = score_run(store, new_id, config)
+        run_file = write_run_json(Path(config.output_dir), final, results, scores)
+        return RunOutcome(final, results, scores, run_file)
+    finally:
+        store.close()
