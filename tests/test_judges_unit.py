@@ -657,3 +657,69 @@ def test_ragas_composite_renormalises_over_measured_parts(serve: Any, tmp_path: 
     composite = scores[("ragas_score", "nr")]
     assert "context_recall" in composite.details["left_out"]
     assert sum(composite.details["weights"].values()) == pytest.approx(1.0)
+
+
+def test_cohen_kappa_and_disagreement_by_hand() -> None:
+    from ragmeter.judges.reliability import cohen_kappa, compare_judges
+
+    # 10 items, agreeing on 7 (positions 0-3 and 7-9); rater A says 1 six times, B five times
+    a = [1, 1, 1, 1, 1, 1, 0, 0, 0, 0]
+    b = [1, 1, 1, 1, 0, 0, 1, 0, 0, 0]
+    expected_po, expected_pe = 0.7, (6 * 5 + 4 * 5) / 100
+    assert cohen_kappa(a, b) == pytest.approx((expected_po - expected_pe) / (1 - expected_pe))
+    assert cohen_kappa([1, 1], [1, 1]) is None
+    first = [
+        Score("c1", "correctness", 4.0),
+        Score("c2", "correctness", 1.0),
+        Score("c1", "faithfulness", 0.9),
+        Score("c2", "faithfulness", 0.5),
+    ]
+    second = [
+        Score("c1", "correctness", 5.0),
+        Score("c2", "correctness", 3.0),
+        Score("c1", "faithfulness", 0.8),
+        Score("c2", "faithfulness", 0.2),
+    ]
+    report = compare_judges(first, second, {"correctness": "0-5", "faithfulness": "0-1"})
+    # correctness: |4-5| = 1 agrees, |1-3| = 2 disagrees; faithfulness: 0.1 agrees, 0.3 disagrees
+    assert report["pairs"] == 4 and report["disagreement_rate"] == 0.5
+    assert report["per_metric"]["correctness"]["disagreement_rate"] == 0.5
+
+
+def test_eval_spot_check_with_a_second_judge(serve: Any, tmp_path: Path) -> None:
+    from ragmeter.config import EvalConfig
+    from ragmeter.runner.engine import evaluate
+
+    def contrary_judge(body: dict[str, Any]) -> Reply:
+        reply = smart_judge(body)
+        text = reply[2]["choices"][0]["message"]["content"]  # type: ignore[index]
+        out = json.loads(text)
+        if "score" in out and isinstance(out["score"], int):
+            out["score"] = 5 - out["score"]  # 0-5 scales flipped: 3 -> 2, 4 -> 1
+        return completion(json.dumps(out))
+
+    first, second = serve(smart_judge), serve(contrary_judge)
+    outcome = evaluate(
+        EvalConfig(
+            store=str(tmp_path / "r.db"),
+            output_dir=str(tmp_path / "o"),
+            progress=False,
+            samples=4,
+            seed=3,
+            metrics=["retrieval"],
+            judge=f"{first.url}/v1#a",
+            spot_check=2,
+            second_judge=f"{second.url}/v1#b",
+        )
+    )
+    report = outcome.record.judge_reliability
+    assert report is not None and report["spot_check_n"] == 2
+    assert report["second_judge"] == f"{second.url}/v1#b"
+    # groundedness 3 vs 2 agrees (1 point); correctness 4 vs 1 disagrees
+    assert report["per_metric"]["correctness"]["disagreement_rate"] == 1.0
+    assert report["per_metric"]["groundedness"]["disagreement_rate"] == 0.0
+    assert second.requests and report["pairs"] > 0
+    from ragmeter.store.sqlite import RunStore
+
+    stored = RunStore(tmp_path / "r.db").get_run(outcome.record.id)
+    assert stored.judge_reliability == report

@@ -88,6 +88,8 @@ class EvalConfig(BaseModel):
     embedder: str = "minilm"
     judge: str | None = None
     max_judge_cost: float | None = Field(default=None, ge=0)
+    spot_check: int = Field(default=0, ge=0)
+    second_judge: str | None = None
     concurrency: int = Field(default=8, ge=1)
     case_timeout_s: float = Field(default=60.0, gt=0)
     samples: int | None = Field(default=None, ge=1)

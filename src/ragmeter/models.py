@@ -316,3 +316,4 @@ class RunRecord(BaseModel):
     weighted_score: WeightedScore | None = None
     targets: list[TargetResult] = Field(default_factory=list)
     performance: dict[str, Any] = Field(default_factory=dict)
+    judge_reliability: dict[str, Any] | None = None

@@ -90,6 +90,8 @@ def main() -> None:
     "http://HOST:PORT/v1#MODEL or local:PATH.gguf (keys from environment variables only).",
 )
 @click.option("--max-judge-cost", type=float, help="Stop judging at this many USD.")
+@click.option("--spot-check", type=int, help="Re-judge N random cases with --second-judge.")
+@click.option("--second-judge", help="Judge for the reliability spot check (disagreement, kappa).")
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
 @click.option(
     "--breakdown",
@@ -137,6 +139,8 @@ def eval_command(
     alpha: float,
     judge: str | None,
     max_judge_cost: float | None,
+    spot_check: int | None,
+    second_judge: str | None,
 ) -> None:
     """Ask every case, score, store the run and print the scorecard.
 
@@ -147,6 +151,10 @@ def eval_command(
         overrides["judge"] = judge
     if max_judge_cost is not None:
         overrides["max_judge_cost"] = max_judge_cost
+    if spot_check:
+        overrides["spot_check"] = spot_check
+    if second_judge:
+        overrides["second_judge"] = second_judge
     target: dict[str, Any] = {}
     try:
         if target_spec:

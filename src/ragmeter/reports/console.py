@@ -152,6 +152,16 @@ def cost_line(performance: dict[str, Any]) -> str | None:
     return f"{text} · judge cost: {judge_text}"
 
 
+def reliability_line(report: dict[str, Any]) -> str:
+    rate, kappa = report.get("disagreement_rate"), report.get("kappa")
+    return (
+        f"judge spot check ({report['spot_check_n']} cases, second judge "
+        f"{report['second_judge']}): disagreement "
+        f"{'-' if rate is None else f'{rate:.2f}'}, Cohen's kappa "
+        f"{'-' if kappa is None else f'{kappa:.2f}'} over {report['pairs']} verdict pairs"
+    )
+
+
 def print_run(record: RunRecord, console: Console) -> None:
     console.print(scorecard_table(record))
     if record.weighted_score is not None:
@@ -164,6 +174,8 @@ def print_run(record: RunRecord, console: Console) -> None:
     cost = cost_line(record.performance)
     if cost:
         console.print(cost)
+    if record.judge_reliability:
+        console.print(reliability_line(record.judge_reliability))
     console.print(
         f"run [bold]{record.id}[/bold] · {record.status} · "
         f"datasets: {', '.join(record.datasets)} · "

@@ -217,16 +217,47 @@ def check_scoring_config(config: EvalConfig) -> None:
     )
 
 
-def configure_judge(config: EvalConfig, run_id: str) -> None:
+def configure_judge(config: EvalConfig, run_id: str, judge: str | None = None) -> None:
     """Point the judged metrics at the run's judge; its calls are recorded in the run store."""
     from ragmeter.judges import configure
 
     configure(
-        config.judge,
+        judge or config.judge,
         store=config.store,
         max_cost=config.max_judge_cost,
         run_id=run_id,
         prices={m: (p.input_per_1k, p.output_per_1k) for m, p in config.prices.items()},
+    )
+
+
+def judge_spot_check(
+    config: EvalConfig,
+    run_id: str,
+    cases: list[Case],
+    results: list[CaseResult],
+    scores: list[Score],
+) -> dict[str, Any]:
+    """Re-judge ``spot_check`` random cases with the second judge; disagreement and kappa."""
+    from ragmeter.judges.reliability import spot_check
+
+    judged = {m.name: m for m in resolve_metrics(["judged"], metric_settings(config))}
+    second = config.second_judge or ""
+
+    def rescore_with_second(
+        subset: list[Case], subset_results: list[CaseResult]
+    ) -> tuple[list[Score], dict[str, str]]:
+        configure_judge(config, run_id, judge=second)
+        try:
+            metrics = resolve_metrics(["judged"], metric_settings(config))
+            return score_results(subset, subset_results, metrics), {
+                m.name: "0-5" if m.unit == "0-5" else "0-1" for m in metrics
+            }
+        finally:
+            configure_judge(config, run_id)
+
+    first = [s for s in scores if s.metric in judged]
+    return spot_check(
+        cases, results, first, config.spot_check, config.seed, second, rescore_with_second
     )
 
 
@@ -264,6 +295,8 @@ def score_run(
         targets=check_targets(scorecard, parse_targets(config.targets)),
         performance=performance_summary(results, priced),
     )
+    if config.judge and config.spot_check and config.second_judge:
+        extras.judge_reliability = judge_spot_check(config, run_id, cases, results, scores)
     if config.judge:
         extras.performance["cost"]["judge"] = store.judge_cost(run_id)
     store.replace_scores(run_id, scores)

@@ -99,7 +99,7 @@ MIGRATIONS: list[str] = [
     """,
 ]
 
-_EXTRAS = ("breakdowns", "weighted_score", "targets", "performance")
+_EXTRAS = ("breakdowns", "weighted_score", "targets", "performance", "judge_reliability")
 
 
 class RunNotFoundError(KeyError):
