@@ -723,3 +723,29 @@ def test_eval_spot_check_with_a_second_judge(serve: Any, tmp_path: Path) -> None
 
     stored = RunStore(tmp_path / "r.db").get_run(outcome.record.id)
     assert stored.judge_reliability == report
+
+
+def test_dry_run_estimates_without_asking(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ragmeter",
+            "eval",
+            "--dry-run",
+            "--judge",
+            "openai:gpt-4o-mini",
+            "--samples",
+            "5",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "5 cases ->" in result.stdout and "judge calls" in result.stdout
+    assert not (tmp_path / ".ragmeter").exists()  # nothing asked, nothing stored

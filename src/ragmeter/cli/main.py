@@ -91,6 +91,11 @@ def main() -> None:
 )
 @click.option("--max-judge-cost", type=float, help="Stop judging at this many USD.")
 @click.option("--spot-check", type=int, help="Re-judge N random cases with --second-judge.")
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="With --judge: estimate judge calls, tokens and cost for the dataset, ask nothing.",
+)
 @click.option("--second-judge", help="Judge for the reliability spot check (disagreement, kappa).")
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
 @click.option(
@@ -141,6 +146,7 @@ def eval_command(
     max_judge_cost: float | None,
     spot_check: int | None,
     second_judge: str | None,
+    dry_run: bool,
 ) -> None:
     """Ask every case, score, store the run and print the scorecard.
 
@@ -197,6 +203,9 @@ def eval_command(
     except ConfigError as exc:
         errors.print(f"[red]error:[/red] {exc}")
         sys.exit(EXIT_BAD_INPUT)
+    if dry_run:
+        _judge_estimate(config)
+        return
     record = _run_eval(config, resume)
     failed = False
     if baseline:
@@ -260,6 +269,36 @@ def _check_baseline(
             )
         )
     return bool(regressions)
+
+
+def _judge_estimate(config: EvalConfig) -> None:
+    """Print the judging cost of a run before anything is asked or judged."""
+    from ragmeter.datasets import load_datasets
+    from ragmeter.judges.estimate import estimate_judging
+    from ragmeter.runner.engine import sample_cases
+
+    if not config.judge:
+        errors.print("[red]error:[/red] --dry-run estimates judging: name a --judge")
+        sys.exit(EXIT_BAD_INPUT)
+    try:
+        cases = sample_cases(
+            load_datasets(config.datasets, config.field_map or None), config.samples, config.seed
+        )
+    except DatasetError as exc:
+        errors.print(f"[red]error:[/red] {exc}", markup=False, highlight=False)
+        sys.exit(EXIT_BAD_INPUT)
+    prices = {m: (p.input_per_1k, p.output_per_1k) for m, p in config.prices.items()}
+    estimate = estimate_judging([(case, None) for case in cases], config.judge, prices=prices)
+    cost = (
+        "unknown (no price for this model)"
+        if estimate.cost_usd is None
+        else f"${estimate.cost_usd:.4f}"
+    )
+    console.print(
+        f"dry run, judge {config.judge}: {len(cases)} cases -> {estimate.calls} judge calls, "
+        f"~{estimate.prompt_tokens} prompt + ~{estimate.completion_tokens} completion tokens, "
+        f"cost {cost} (answers and contexts assumed; repairs not counted)"
+    )
 
 
 def _run_eval(config: EvalConfig, resume: str | None) -> RunRecord:

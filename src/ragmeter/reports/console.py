@@ -17,7 +17,8 @@ def format_value(summary: MetricSummary, value: float | None) -> str:
         return f"{value:.1f} ms"
     if summary.unit == "USD":
         return f"${value:.5f}"
-    return f"{value:.3f}"
+    text = f"{value:.3f}"
+    return "0.000" if text == "-0.000" else text  # float noise below zero
 
 
 def scorecard_table(record: RunRecord) -> Table:
