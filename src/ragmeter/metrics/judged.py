@@ -217,6 +217,15 @@ RAGAS_WEIGHTS: dict[str, float] = {
 }
 
 
+def merge_audit(audit: dict[str, Any], details: dict[str, Any]) -> None:
+    """Collect the judge model, prompt versions and call ids of the parts of a composite."""
+    if "judge_model" in details:
+        audit["judge_model"] = details["judge_model"]
+    audit.setdefault("prompt_versions", {}).update(details.get("prompt_versions", {}))
+    audit.setdefault("judge_calls", []).extend(details.get("judge_calls", []))
+    audit["repaired"] = bool(audit.get("repaired")) or bool(details.get("repaired"))
+
+
 def ragas_composite(
     state: JudgedState, chosen: set[str]
 ) -> Callable[[Case, Response], MetricOutput]:
@@ -237,7 +246,7 @@ def ragas_composite(
                 continue
             measured[name] = output[0] if isinstance(output, tuple) else output
             if isinstance(output, tuple):
-                audit.update({k: v for k, v in output[1].items() if k.startswith("judge")})
+                merge_audit(audit, output[1])
         if not measured and len(set(left_out.values())) == 1:
             raise SkipScore(next(iter(left_out.values())))  # e.g. no judge configured
         if not measured:
