@@ -9,22 +9,20 @@ read from ``ANTHROPIC_API_KEY`` at call time and only sent in the ``x-api-key`` 
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
-import time
 from typing import Any
 
 import httpx
 
-from ragmeter.judges.base import JudgeError, JudgeReply, Message, backoff_s, parse_json
+from ragmeter.judges.base import JudgeError, JudgeReply, Message, RetryingPoster, parse_json
 
 API_VERSION = "2023-06-01"
 TOOL_NAME = "record_verdict"
 STOP_REASONS = {"max_tokens": "length", "end_turn": "stop", "tool_use": "stop"}
 
 
-class AnthropicJudge:
+class AnthropicJudge(RetryingPoster):
     def __init__(
         self,
         model: str,
@@ -94,36 +92,14 @@ class AnthropicJudge:
         url = f"{self.base_url}/v1/messages"
         if self._client is None:
             self._client = httpx.AsyncClient(timeout=self.timeout_s)
-        attempts = 0
-        while True:
-            attempts += 1
-            retry_after: str | None = None
-            started = time.perf_counter()
-            try:
-                self.requests += 1
-                reply = await self._client.post(
-                    url, json=self._body(messages, schema, max_tokens), headers=headers
-                )
-            except httpx.TimeoutException as exc:
-                error = JudgeError(
-                    "timeout", f"no answer from {url} within {self.timeout_s}s", attempts
-                )
-                error.__cause__ = exc
-            except httpx.TransportError as exc:
-                error = JudgeError("connection_error", f"{url}: {type(exc).__name__}", attempts)
-                error.__cause__ = exc
-            else:
-                if reply.status_code < 400:
-                    return _parse(reply, (time.perf_counter() - started) * 1000.0, attempts)
-                status = reply.status_code
-                kind = "rate_limited" if status in (429, 529) else f"http_{status // 100}xx"
-                error = JudgeError(kind, f"HTTP {status} from {url}: {reply.text[:300]}", attempts)
-                if status < 500 and status != 429:
-                    raise error
-                retry_after = reply.headers.get("retry-after")
-            if attempts > self.max_retries:
-                raise error
-            await asyncio.sleep(backoff_s(attempts, retry_after, self.backoff_base_s))
+        reply, latency, attempts = await self.post_with_retries(
+            self._client,
+            url,
+            lambda: self._body(messages, schema, max_tokens),
+            headers,
+            rate_limit_statuses=(429, 529),
+        )
+        return _parse(reply, latency, attempts)
 
     async def aclose(self) -> None:
         if self._client is not None:

@@ -8,10 +8,15 @@ wrong. Providers never put an API key in a reply, an error or a log line.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+import httpx
 
 Message = dict[str, str]  # {"role": "system" | "user" | "assistant", "content": "..."}
 
@@ -91,3 +96,58 @@ def backoff_s(attempt: int, retry_after: str | None, base_s: float) -> float:
         except ValueError:
             pass
     return float(base_s * (2 ** (attempt - 1)) * (0.5 + random.random()))
+
+
+class RetryingPoster:
+    """The POST-with-retries loop shared by the HTTP judge clients: connection errors, timeouts,
+    5xx and rate limits are retried with backoff (``Retry-After`` honoured); other 4xx fail at
+    once. ``restart`` may ask for an immediate re-send that does not count as a retry (e.g.
+    after switching the structured-output format the server rejected)."""
+
+    timeout_s: float
+    max_retries: int
+    backoff_base_s: float
+    requests: int
+
+    async def post_with_retries(
+        self,
+        client: httpx.AsyncClient,
+        url: str,
+        body: Callable[[], dict[str, Any]],
+        headers: dict[str, str],
+        rate_limit_statuses: tuple[int, ...] = (429,),
+        restart: Callable[[httpx.Response], bool] | None = None,
+    ) -> tuple[httpx.Response, float, int]:
+        """(successful reply, its latency in ms, attempts made)."""
+        attempts = 0
+        while True:
+            attempts += 1
+            retry_after: str | None = None
+            started = time.perf_counter()
+            try:
+                self.requests += 1
+                reply = await client.post(url, json=body(), headers=headers)
+            except httpx.TimeoutException as exc:
+                error = JudgeError(
+                    "timeout", f"no answer from {url} within {self.timeout_s}s", attempts
+                )
+                error.__cause__ = exc
+            except httpx.TransportError as exc:
+                error = JudgeError("connection_error", f"{url}: {type(exc).__name__}", attempts)
+                error.__cause__ = exc
+            else:
+                if reply.status_code < 400:
+                    return reply, (time.perf_counter() - started) * 1000.0, attempts
+                if restart is not None and restart(reply):
+                    attempts -= 1
+                    continue
+                status = reply.status_code
+                limited = status in rate_limit_statuses
+                kind = "rate_limited" if limited else f"http_{status // 100}xx"
+                error = JudgeError(kind, f"HTTP {status} from {url}: {reply.text[:300]}", attempts)
+                if status < 500 and not limited:
+                    raise error
+                retry_after = reply.headers.get("Retry-After")
+            if attempts > self.max_retries:
+                raise error
+            await asyncio.sleep(backoff_s(attempts, retry_after, self.backoff_base_s))

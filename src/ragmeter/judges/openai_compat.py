@@ -11,19 +11,17 @@ in the ``Authorization`` header.
 
 from __future__ import annotations
 
-import asyncio
 import os
-import time
 from typing import Any
 
 import httpx
 
-from ragmeter.judges.base import JudgeError, JudgeReply, Message, backoff_s, parse_json
+from ragmeter.judges.base import JudgeError, JudgeReply, Message, RetryingPoster, parse_json
 
 FORMAT_WORDS = ("response_format", "json_schema", "schema", "format")
 
 
-class OpenAICompatJudge:
+class OpenAICompatJudge(RetryingPoster):
     def __init__(
         self,
         base_url: str,
@@ -107,41 +105,21 @@ class OpenAICompatJudge:
     ) -> JudgeReply:
         headers = self._headers()
         url = f"{self.base_url}/chat/completions"
-        attempts = 0
-        while True:
-            attempts += 1
-            retry_after: str | None = None
-            started = time.perf_counter()
-            try:
-                self.requests += 1
-                reply = await self._client_for().post(
-                    url, json=self._body(messages, schema, max_tokens), headers=headers
-                )
-            except httpx.TimeoutException as exc:
-                error = JudgeError(
-                    "timeout", f"no answer from {url} within {self.timeout_s}s", attempts
-                )
-                error.__cause__ = exc
-            except httpx.TransportError as exc:
-                error = JudgeError("connection_error", f"{url}: {type(exc).__name__}", attempts)
-                error.__cause__ = exc
-            else:
-                latency = (time.perf_counter() - started) * 1000.0
-                if reply.status_code < 400:
-                    return self._parse(reply, latency, attempts)
-                if self._rejects_format(reply, schema):
-                    self.format_mode = "json_object"
-                    attempts -= 1  # a format switch is not a retry
-                    continue
-                status = reply.status_code
-                kind = "rate_limited" if status == 429 else f"http_{status // 100}xx"
-                error = JudgeError(kind, f"HTTP {status} from {url}: {reply.text[:300]}", attempts)
-                if status < 500 and status != 429:
-                    raise error
-                retry_after = reply.headers.get("Retry-After")
-            if attempts > self.max_retries:
-                raise error
-            await asyncio.sleep(backoff_s(attempts, retry_after, self.backoff_base_s))
+
+        def switch_format(reply: httpx.Response) -> bool:
+            if not self._rejects_format(reply, schema):
+                return False
+            self.format_mode = "json_object"
+            return True
+
+        reply, latency, attempts = await self.post_with_retries(
+            self._client_for(),
+            url,
+            lambda: self._body(messages, schema, max_tokens),
+            headers,
+            restart=switch_format,
+        )
+        return self._parse(reply, latency, attempts)
 
     def _parse(self, reply: httpx.Response, latency_ms: float, attempts: int) -> JudgeReply:
         try:
