@@ -265,6 +265,9 @@ def test_answer_classification() -> None:
     assert classify_answer(unanswerable, Response(answer="", abstained=True)) == "DON'T KNOW"
     assert run("correct_answer_rate", answerable, Response(answer="paris"))[1] == 1.0
     assert run("correct_answer_rate", case(), Response(answer="x"))[0] == "skipped"
+    relative = case(expected_number={"value": 200, "tolerance": 0.05, "relative": True})
+    assert classify_answer(relative, Response(answer="about 209")) == "CORRECT"
+    assert classify_answer(relative, Response(answer="about 211")) == "WRONG"
 
 
 @given(st.text(max_size=200), st.text(max_size=200))

@@ -9,9 +9,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from ragmeter.metrics.assertions import number_within
 from ragmeter.metrics.base import Metric, MetricOutput, MetricSettings, SkipScore
 from ragmeter.metrics.lexical import normalize_answer, token_f1
-from ragmeter.metrics.textmatch import index_text, numbers, phrase_present
+from ragmeter.metrics.textmatch import fact_stated, index_text, numbers
 from ragmeter.models import Case, Response
 
 CORRECT_F1 = 0.5
@@ -76,14 +77,10 @@ def classify_answer(case: Case, response: Response, phrases: tuple[str, ...] = (
         or token_f1(response.answer, reference) >= CORRECT_F1
     ):
         return "CORRECT"
-    if case.gold_facts and all(
-        any(phrase_present(p, answer) for p in (f.fact, *f.aliases)) for f in case.gold_facts
-    ):
+    if case.gold_facts and all(fact_stated(f, answer) for f in case.gold_facts):
         return "CORRECT"
     expected = case.expected_number
-    if expected is not None and any(
-        abs(n - expected.value) <= expected.tolerance for n in numbers(response.answer)
-    ):
+    if expected is not None and any(number_within(n, expected) for n in numbers(response.answer)):
         return "CORRECT"
     return "WRONG"
 

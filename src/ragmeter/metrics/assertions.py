@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable
 
 from ragmeter.metrics.base import Metric, MetricOutput, MetricSettings, SkipScore
-from ragmeter.metrics.textmatch import fold, index_text, numbers, phrase_present
+from ragmeter.metrics.textmatch import fact_stated, fold, index_text, numbers, phrase_present
 from ragmeter.models import Case, NumericExpectation, Response
 
 CANNOT_CALCULATE = (
@@ -54,11 +54,7 @@ def _list_items(case: Case, response: Response) -> MetricOutput:
 def _facts(case: Case, response: Response) -> MetricOutput:
     _require(case.gold_facts, "case declares no gold_facts")
     answer = index_text(response.answer)
-    missing = [
-        f.fact
-        for f in case.gold_facts
-        if not any(phrase_present(p, answer) for p in (f.fact, *f.aliases))
-    ]
+    missing = [f.fact for f in case.gold_facts if not fact_stated(f, answer)]
     total = len(case.gold_facts)
     return (total - len(missing)) / total, {"missing": missing}
 

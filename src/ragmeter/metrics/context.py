@@ -16,7 +16,7 @@ from functools import lru_cache
 from itertools import combinations
 
 from ragmeter.metrics.base import Metric, MetricOutput, MetricSettings, SkipScore
-from ragmeter.metrics.textmatch import content_tokens, index_text, phrase_present, words
+from ragmeter.metrics.textmatch import content_tokens, fact_stated, index_text, words
 from ragmeter.models import Case, Response
 
 NGRAM = 3
@@ -88,10 +88,7 @@ def _facts_in_chunks(case: Case, response: Response) -> list[int]:
     if not case.gold_facts:
         raise SkipScore("case declares no gold_facts")
     chunks = [index_text(t) for t in _texts(response)]
-    return [
-        sum(any(phrase_present(p, chunk) for p in (f.fact, *f.aliases)) for chunk in chunks)
-        for f in case.gold_facts
-    ]
+    return [sum(fact_stated(f, chunk) for chunk in chunks) for f in case.gold_facts]
 
 
 def context_metrics(_: MetricSettings) -> list[Metric]:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from ragmeter.metrics.numbers import extract_numbers
+from ragmeter.models import GoldFact
 from ragmeter.targets.reference.text import STOP_WORDS, stem
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -74,3 +75,8 @@ def phrase_present(phrase: str, text: IndexedText, min_token_share: float = 1.0)
         return bool(phrase_numbers)
     share = sum(t in text.tokens for t in tokens) / len(tokens)
     return share >= min_token_share
+
+
+def fact_stated(fact: GoldFact, text: IndexedText) -> bool:
+    """The fact, or one of its aliases, occurs in ``text``."""
+    return any(phrase_present(phrase, text) for phrase in (fact.fact, *fact.aliases))
