@@ -63,6 +63,10 @@ class ModelPrice(BaseModel):
 class EvalConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
+    def price_table(self) -> dict[str, tuple[float, float]]:
+        """``prices`` as (input, output) USD per 1k tokens by model, the judges' form."""
+        return {m: (p.input_per_1k, p.output_per_1k) for m, p in self.prices.items()}
+
     name: str | None = None
     datasets: list[str] = Field(default_factory=lambda: ["demo"])
     field_map: dict[str, str] = Field(default_factory=dict)

@@ -287,8 +287,9 @@ def _judge_estimate(config: EvalConfig) -> None:
     except DatasetError as exc:
         errors.print(f"[red]error:[/red] {exc}", markup=False, highlight=False)
         sys.exit(EXIT_BAD_INPUT)
-    prices = {m: (p.input_per_1k, p.output_per_1k) for m, p in config.prices.items()}
-    estimate = estimate_judging([(case, None) for case in cases], config.judge, prices=prices)
+    estimate = estimate_judging(
+        [(case, None) for case in cases], config.judge, prices=config.price_table()
+    )
     cost = (
         "unknown (no price for this model)"
         if estimate.cost_usd is None

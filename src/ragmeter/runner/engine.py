@@ -58,6 +58,27 @@ class RunOutcome:
         return f"RunOutcome(id={self.record.id!r}, results={len(self.results)})"
 
 
+def new_run_record(
+    config: EvalConfig,
+    datasets: list[str],
+    question_count: int,
+    name: str | None = None,
+    **snapshot_extras: Any,
+) -> RunRecord:
+    """A new run's record: a fresh id and the redacted config snapshot with ``snapshot_extras``
+    (target info, where a rescore came from)."""
+    run_id = uuid.uuid4().hex[:12]
+    snapshot = {**config_snapshot(config), **snapshot_extras, "ragmeter_version": __version__}
+    return RunRecord(
+        id=run_id,
+        name=name or config.name or f"eval-{run_id[:8]}",
+        created_at=now_iso(),
+        config=snapshot,
+        datasets=datasets,
+        question_count=question_count,
+    )
+
+
 def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
@@ -226,7 +247,7 @@ def configure_judge(config: EvalConfig, run_id: str, judge: str | None = None) -
         store=config.store,
         max_cost=config.max_judge_cost,
         run_id=run_id,
-        prices={m: (p.input_per_1k, p.output_per_1k) for m, p in config.prices.items()},
+        prices=config.price_table(),
     )
 
 
@@ -346,17 +367,11 @@ async def run_evaluation_async(
         try:
             target_info = await target.preflight()
             if record is None:
-                run_id = uuid.uuid4().hex[:12]
-                snapshot = config_snapshot(config)
-                snapshot["target_info"] = target_info
-                snapshot["ragmeter_version"] = __version__
-                record = RunRecord(
-                    id=run_id,
-                    name=config.name or f"eval-{run_id[:8]}",
-                    created_at=now_iso(),
-                    config=snapshot,
-                    datasets=sorted({c.dataset or "unknown" for c in run_cases}),
-                    question_count=len(run_cases),
+                record = new_run_record(
+                    config,
+                    sorted({c.dataset or "unknown" for c in run_cases}),
+                    len(run_cases),
+                    target_info=target_info,
                 )
                 store.create_run(record, run_cases)
             if on_start is not None:
@@ -425,22 +440,17 @@ def rescore(
         if output_dir is not None:
             update["output_dir"] = output_dir
         config = _record_config(source.config).model_copy(update=update)
-        new_id = uuid.uuid4().hex[:12]
-        snapshot = config_snapshot(config)
-        snapshot["target_info"] = source.config.get("target_info")
-        snapshot["ragmeter_version"] = __version__
-        snapshot["rescored_from"] = source.id
-        record = RunRecord(
-            id=new_id,
+        record = new_run_record(
+            config,
+            source.datasets,
+            source.question_count,
             name=config.name or f"rescore-{source.id[:8]}",
-            created_at=now_iso(),
-            config=snapshot,
-            datasets=source.datasets,
-            question_count=source.question_count,
+            target_info=source.config.get("target_info"),
+            rescored_from=source.id,
         )
         store.create_run(record, store.get_cases(source.id))
-        store.save_results(new_id, store.get_results(source.id))
-        final, results, scores = score_run(store, new_id, config)
+        store.save_results(record.id, store.get_results(source.id))
+        final, results, scores = score_run(store, record.id, config)
         run_file = write_run_json(Path(config.output_dir), final, results, scores)
         return RunOutcome(final, results, scores, run_file)
     finally:
