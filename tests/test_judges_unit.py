@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from ragmeter import judges
+from ragmeter.embedders.base import build_embedder
 from ragmeter.judges import build_judge
 from ragmeter.judges.anthropic import AnthropicJudge
 from ragmeter.judges.base import JudgeError
@@ -25,6 +26,7 @@ from ragmeter.judges.estimate import estimate_judging
 from ragmeter.judges.openai_compat import OpenAICompatJudge
 from ragmeter.judges.schemas import Relevancy
 from ragmeter.judges.session import JudgeFailure, JudgeSession
+from ragmeter.judges.tasks import letter_grade
 from ragmeter.judges.templates import escape, load_prompt, render
 from ragmeter.metrics import resolve_metrics
 from ragmeter.metrics.base import MetricSettings
@@ -35,6 +37,7 @@ from ragmeter.runner.engine import score_results
 Reply = tuple[int, dict[str, str], Any]  # status, headers, JSON body (or str)
 Script = Callable[[dict[str, Any]], Reply]
 RAGAS = ("faithfulness", "answer_relevancy", "context_precision", "context_recall")
+GENERATED = ("What is the capital of France?", "Which city is the capital?", "How big is Paris?")
 
 
 class JudgeServer:
@@ -124,6 +127,18 @@ def smart_judge(body: dict[str, Any]) -> Reply:
         out = {"verdicts": [{"index": i, "verdict": i % 2} for i in range(1, n_claims + 1)]}
     elif "addresses its question" in system:
         out = {"reasoning": "on topic", "score": 0.75}
+    elif "write the questions" in system:
+        out = {"questions": list(GENERATED), "noncommittal": False}
+    elif "factual accuracy evaluator" in system:
+        out = {
+            "correctness": {"reasoning": "ok", "score": 90},
+            "completeness": {"reasoning": "gaps", "score": 60},
+            "consistency": {"reasoning": "ok", "score": 100},
+        }
+    elif "compare the statements" in system:
+        out = {"tp": ["Paris."], "fp": ["2.1 million."], "fn": []}
+    elif "declines to answer" in system:
+        out = {"reasoning": "answers", "abstained": False}
     elif "retrieved passages for a question" in system:
         out = {
             "verdicts": [{"index": i, "relevant": i in (1, 3)} for i in range(1, n_contexts + 1)]
@@ -155,8 +170,10 @@ def case_and_response(
     return case, response
 
 
-def run_judged(pairs: list[tuple[Case, Response]]) -> dict[tuple[str, str], Score]:
-    metrics = resolve_metrics(["judged"], MetricSettings())
+def run_judged(
+    pairs: list[tuple[Case, Response]], embedder: str = "minilm"
+) -> dict[tuple[str, str], Score]:
+    metrics = resolve_metrics(["judged"], MetricSettings(embedder=embedder))
     results = [CaseResult(case_id=c.case_id, status="ok", response=r) for c, r in pairs]
     scores = score_results([c for c, _ in pairs], results, metrics)
     return {(s.metric, s.case_id): s for s in scores}
@@ -340,7 +357,12 @@ def test_prompt_version_is_file_hash() -> None:
 def test_no_judge_means_skipped_not_a_value() -> None:
     scores = run_judged([case_and_response(1)])
     assert {s.status for s in scores.values()} == {"skipped"}
-    assert {s.reason for s in scores.values()} == {"no judge configured (use --judge ...)"}
+    unanswerable_only = {"judged_abstention_accuracy", "judged_hallucination_rate"}
+    reasons = {s.reason for (metric, _), s in scores.items() if metric not in unanswerable_only}
+    assert reasons == {"no judge configured (use --judge ...)"}
+    assert {scores[(m, "c1")].reason for m in unanswerable_only} == {
+        "applies to unanswerable cases only"
+    }
 
 
 def test_judged_metrics_values_details_and_call_budget(serve: Any, tmp_path: Path) -> None:
@@ -357,7 +379,12 @@ def test_judged_metrics_values_details_and_call_budget(serve: Any, tmp_path: Pat
         "faithfulness_claims.v1": load_prompt("faithfulness_claims.v1").version,
         "faithfulness_verify.v1": load_prompt("faithfulness_verify.v1").version,
     }
-    assert scores[("answer_relevancy", "c0")].value == 0.75
+    relevancy = scores[("answer_relevancy", "c0")]
+    vectors = build_embedder("minilm").embed(["Question 0?", *GENERATED])
+    expected = sum(max(0.0, float(vectors[0] @ row)) for row in vectors[1:]) / 3
+    assert relevancy.value == pytest.approx(expected, abs=1e-6)
+    assert relevancy.details["generated_questions"] == list(GENERATED)
+    assert relevancy.details["method"] == "question_generation"
     # the top max_contexts (10) of the 12 chunks are judged
     assert scores[("context_precision", "c0")].value == pytest.approx(2 / 10)
     assert scores[("context_precision", "c0")].details["k"] == 10
@@ -373,7 +400,7 @@ def test_judged_metrics_values_details_and_call_budget(serve: Any, tmp_path: Pat
         for n in (
             "faithfulness_claims.v1",
             "faithfulness_verify.v1",
-            "answer_relevancy.v1",
+            "answer_questions.v1",
             "context_precision.v1",
             "context_recall.v1",
         )
@@ -389,14 +416,102 @@ def test_all_judged_metrics_and_seed_004_details(serve: Any, tmp_path: Path) -> 
     assert {k[0] for k, s in scores.items() if s.status == "ok"} == {
         "faithfulness", "answer_relevancy", "context_precision", "context_precision_ranked",
         "context_recall", "groundedness", "correctness", "judged_correct_rate",
-        "judged_wrong_rate", "judged_dont_know_rate", "ragas_score",
+        "judged_wrong_rate", "judged_dont_know_rate", "ragas_score", "factual_accuracy",
+        "factual_grade_a_rate", "factual_grade_b_rate", "factual_grade_c_rate",
+        "factual_grade_d_rate", "factual_grade_e_rate", "answer_correctness",
+        "judged_unanswerable_accuracy", "judged_abstention_false_positive_rate",
     }  # fmt: skip
+    # answerable case: the two unanswerable-only abstention metrics do not apply
+    assert scores[("judged_hallucination_rate", "c1")].status == "skipped"
+    assert scores[("judged_unanswerable_accuracy", "c1")].value == 1.0  # answered, answerable
+    assert scores[("judged_abstention_false_positive_rate", "c1")].value == 0.0
+    factual = scores[("factual_accuracy", "c1")]
+    assert factual.value == pytest.approx(0.83)  # 0.5 * 90 + 0.3 * 60 + 0.2 * 100 = 83
+    assert factual.details["grade"] == "A"
+    assert scores[("factual_grade_a_rate", "c1")].value == 1.0
+    assert scores[("factual_grade_b_rate", "c1")].value == 0.0
+    correctness = scores[("answer_correctness", "c1")]
+    similarity = correctness.details["similarity"]
+    vectors = build_embedder("minilm").embed(["Paris, 2.1 million.", "Paris."])
+    assert similarity == pytest.approx(float(vectors[0] @ vectors[1]), abs=1e-6)
+    # tp 1, fp 1, fn 0: F1 = 1 / (1 + 0.5) = 2/3
+    assert correctness.details["statement_f1"] == pytest.approx(2 / 3)
+    assert correctness.value == pytest.approx(0.75 * 2 / 3 + 0.25 * similarity)
     grounded = scores[("groundedness", "c1")]
     assert grounded.value == 3.0 and grounded.details["unsupported_claims"] == ["B"]
     assert scores[("correctness", "c1")].value == 4.0
     assert scores[("judged_correct_rate", "c1")].value == 1.0
     assert scores[("judged_wrong_rate", "c1")].value == 0.0
-    assert len(server.requests) == 8
+    assert len(server.requests) == 11
+
+
+def test_answer_relevancy_by_generated_questions_noncommittal_and_fallback(
+    serve: Any, tmp_path: Path
+) -> None:
+    question = "Where is the Quillmark office?"
+    noncommittal = {"flag": False}
+
+    def judge(body: dict[str, Any]) -> Reply:
+        if "write the questions" in body["messages"][0]["content"]:
+            out = {"questions": [question] * 3, "noncommittal": noncommittal["flag"]}
+            return completion(json.dumps(out))
+        return smart_judge(body)
+
+    server = serve(judge)
+    judges.configure(
+        f"{server.url}/v1#m", store=str(tmp_path / "r.db"), tasks=("answer_relevancy",)
+    )
+    case = Case(case_id="q", question=question)
+    response = Response(answer="It is in Leeds.")
+    # the generated questions are the question itself: every cosine is 1
+    assert run_judged([(case, response)])[("answer_relevancy", "q")].value == pytest.approx(
+        1.0, abs=1e-5
+    )
+    noncommittal["flag"] = True
+    judges.configure(
+        f"{server.url}/v1#m",
+        store=str(tmp_path / "r.db"),
+        tasks=("answer_relevancy",),
+        use_cache=False,
+    )
+    score = run_judged([(case, response)])[("answer_relevancy", "q")]
+    assert score.value == 0.0 and score.details["noncommittal"] is True
+    # no usable embedder: the judge's direct score, and the reason is kept
+    score = run_judged([(case, response)], embedder="no-such-embedder")[("answer_relevancy", "q")]
+    assert score.value == 0.75 and score.details["method"] == "direct"
+    assert "no-such-embedder" in score.details["embedder_problem"]
+    assert server.requests[-1]["messages"][0]["content"].startswith(
+        "You judge whether an answer addresses"
+    )
+
+
+def test_abstention_judge_is_the_fallback_for_a_missing_field(serve: Any, tmp_path: Path) -> None:
+    server = serve(smart_judge)  # the judge always says: did not abstain
+    judges.configure(f"{server.url}/v1#m", store=str(tmp_path / "r.db"), tasks=("abstention",))
+    unanswerable = Case(case_id="u", question="Who won in 2090?", answerable=False)
+    answerable = Case(case_id="a", question="Capital?", reference_answer="Paris.")
+    pairs = [
+        (unanswerable, Response(answer="The Falcons won.")),  # judged: answered
+        (unanswerable.model_copy(update={"case_id": "u2"}), Response(answer="x", abstained=True)),
+        (answerable, Response(answer="Paris.", abstained=False)),
+    ]
+    scores = run_judged(pairs)
+    assert len(server.requests) == 1  # only the case without the field is judged
+    assert scores[("judged_hallucination_rate", "u")].value == 1.0
+    assert scores[("judged_abstention_accuracy", "u")].value == 0.0
+    assert scores[("judged_abstention_accuracy", "u")].details["detected_by"] == "judge"
+    assert scores[("judged_abstention_accuracy", "u2")].value == 1.0
+    assert scores[("judged_abstention_accuracy", "u2")].details["detected_by"] == "field"
+    assert scores[("judged_unanswerable_accuracy", "u2")].value == 1.0
+    assert scores[("judged_abstention_false_positive_rate", "a")].value == 0.0
+    assert scores[("judged_abstention_false_positive_rate", "u")].status == "skipped"
+    assert scores[("judged_hallucination_rate", "a")].status == "skipped"
+
+
+def test_geval_letter_grades_at_their_boundaries() -> None:
+    assert [letter_grade(p) for p in (100, 80, 79.99, 60, 59.9, 40, 39.9, 20, 19.99, 0)] == [
+        "A", "A", "B", "B", "C", "C", "D", "D", "E", "E",
+    ]  # fmt: skip
 
 
 def test_cache_answers_a_second_run_with_zero_requests(serve: Any, tmp_path: Path) -> None:
@@ -485,8 +600,9 @@ def test_cost_and_dry_run_estimate() -> None:
     pairs: list[tuple[Case, Response | None]] = [case_and_response(i) for i in range(3)]
     pairs.append((Case(case_id="x", question="Q?"), None))
     estimate = estimate_judging(pairs, "openai:gpt-4o-mini")
-    # 8 calls for a case with a reference, 6 without (no recall, no classification)
-    assert estimate.calls == 3 * 8 + 6
+    # 11 calls for a case with a reference, 7 without (no recall, classification, factual
+    # accuracy or answer correctness)
+    assert estimate.calls == 3 * 11 + 7
     assert estimate.prompt_tokens > estimate.calls * 100
     assert estimate.cost_usd is not None and estimate.cost_usd > 0
     ragas = estimate_judging(pairs[:1], "m", tasks=["faithfulness", "answer_relevancy",

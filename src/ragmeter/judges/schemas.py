@@ -31,6 +31,11 @@ class Relevancy(_Out):
     score: float = Field(ge=0.0, le=1.0)
 
 
+class GeneratedQuestions(_Out):
+    questions: list[str] = Field(min_length=3, max_length=3)
+    noncommittal: bool
+
+
 class ContextVerdict(_Out):
     index: int = Field(ge=1)
     relevant: bool
@@ -60,6 +65,28 @@ class Groundedness(_Out):
 class Correctness(_Out):
     reasoning: str = ""
     score: int = Field(ge=0, le=5)
+
+
+class Criterion(_Out):
+    reasoning: str = ""
+    score: int = Field(ge=0, le=100)
+
+
+class FactualAccuracy(_Out):
+    correctness: Criterion
+    completeness: Criterion
+    consistency: Criterion
+
+
+class StatementSets(_Out):
+    tp: list[str]
+    fp: list[str]
+    fn: list[str]
+
+
+class Abstention(_Out):
+    reasoning: str = ""
+    abstained: bool
 
 
 class Classification(_Out):

@@ -13,6 +13,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from ragmeter.embedders.base import FloatArray
 from ragmeter.judges.base import Judge, JudgeError, JudgeReply, Message, parse_json
 from ragmeter.judges.cache import CallRecord, JudgeStore, cache_key
 from ragmeter.judges.cost import Budget, Price, call_cost
@@ -65,7 +66,8 @@ def _errors(exc: ValidationError | ValueError) -> str:
 
 
 class JudgeSession:
-    """One judging pass: a judge, its records/cache store, a price table and a budget."""
+    """One judging pass: a judge, its records/cache store, a price table, a budget and the
+    embedder of the tasks that need one."""
 
     def __init__(
         self,
@@ -77,8 +79,12 @@ class JudgeSession:
         budget: Budget | None = None,
         concurrency: int = 2,
         run_id: str | None = None,
+        embed: Callable[[list[str]], FloatArray] | None = None,
     ) -> None:
         self.judge = judge
+        # sentence vectors (L2-normalised) for the tasks that compare texts by embedding;
+        # None when no embedder could be built
+        self.embed = embed
         self.store = store
         self.use_cache = use_cache and store is not None
         self.prices = prices

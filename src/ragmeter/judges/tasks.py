@@ -4,14 +4,19 @@ A task makes a fixed number of judge calls per case whatever the number of chunk
 adds at most one call per call): faithfulness 2 (extract claims, then verify all claims in one
 call), answer relevancy 1, context precision 1 (all contexts in one call), context recall 1
 (split the reference into statements and attribute them in one call), groundedness 1,
-correctness 1, answer classification 1. Each returns ``{metric name: (value, details)}``.
+correctness 1, answer classification 1, GEval factual accuracy 1, answer correctness 1,
+abstention 1 (0 when the target reports ``abstained``). Each returns
+``{metric name: (value, details)}``.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from ragmeter.judges import schemas as s
 from ragmeter.judges.session import JudgeSession, Verdict
@@ -26,6 +31,8 @@ class Item:
     answer: str
     reference: str | None
     contexts: list[str]
+    answerable: bool = True
+    abstained: bool | None = None  # the target's own report, when it gave one
 
 
 def judge_details(session: JudgeSession, *verdicts: Verdict[Any]) -> dict[str, Any]:
@@ -67,6 +74,36 @@ async def faithfulness(session: JudgeSession, item: Item) -> Values:
 
 
 async def answer_relevancy(session: JudgeSession, item: Item) -> Values:
+    """RAGAS answer relevancy: the judge writes 3 questions the answer responds to; the score is
+    the mean cosine of the question's vector with theirs (clipped at 0), and 0 for a
+    noncommittal answer. Without an embedder, the judge's direct 0..1 score (seed 001's
+    fallback)."""
+    if session.embed is None:
+        return await direct_relevancy(session, item)
+    verdict = await session.ask(
+        "answer_questions.v1",
+        {"answer": item.answer},
+        s.GeneratedQuestions,
+        case_id=item.case_id,
+        max_tokens=200,
+        check=lambda v: _no_blank(v.questions, "question"),
+    )
+    questions = [q.strip() for q in verdict.value.questions]
+    vectors = await asyncio.to_thread(session.embed, [item.question, *questions])
+    cosines = [max(0.0, float(np.dot(vectors[0], row))) for row in vectors[1:]]
+    noncommittal = verdict.value.noncommittal
+    value = 0.0 if noncommittal else sum(cosines) / len(cosines)
+    details = {
+        "method": "question_generation",
+        "generated_questions": questions,
+        "cosines": cosines,
+        "noncommittal": noncommittal,
+        **judge_details(session, verdict),
+    }
+    return {"answer_relevancy": (min(value, 1.0), details)}
+
+
+async def direct_relevancy(session: JudgeSession, item: Item) -> Values:
     verdict = await session.ask(
         "answer_relevancy.v1",
         {"question": item.question, "answer": item.answer},
@@ -74,8 +111,17 @@ async def answer_relevancy(session: JudgeSession, item: Item) -> Values:
         case_id=item.case_id,
         max_tokens=160,
     )
-    details = {"reasoning": verdict.value.reasoning, **judge_details(session, verdict)}
+    details = {
+        "method": "direct",
+        "reasoning": verdict.value.reasoning,
+        **judge_details(session, verdict),
+    }
     return {"answer_relevancy": (verdict.value.score, details)}
+
+
+def _no_blank(texts: list[str], what: str) -> None:
+    if any(not text.strip() for text in texts):
+        raise ValueError(f"every {what} must be non-empty")
 
 
 def average_precision(relevant: list[bool]) -> float:
@@ -196,6 +242,116 @@ async def classification(session: JudgeSession, item: Item) -> Values:
     return {name: (float(label == key), details) for key, name in CLASS_METRICS.items()}
 
 
+GEVAL_WEIGHTS = {"correctness": 0.5, "completeness": 0.3, "consistency": 0.2}
+GRADES = (("A", 80.0), ("B", 60.0), ("C", 40.0), ("D", 20.0), ("E", 0.0))
+
+
+def letter_grade(percent: float) -> str:
+    """Seed 001's grades: A >= 80, B >= 60, C >= 40, D >= 20, else E."""
+    return next(grade for grade, floor in GRADES if percent >= floor)
+
+
+async def factual_accuracy(session: JudgeSession, item: Item) -> Values:
+    """Seed 001's GEval factual accuracy: three criteria scored 0-100 by the judge, weighted
+    50/30/20 here (the judge's own arithmetic is not trusted), reported in 0..1 with a grade."""
+    verdict = await session.ask(
+        "factual_accuracy.v1",
+        {"question": item.question, "reference": item.reference or "", "answer": item.answer},
+        s.FactualAccuracy,
+        case_id=item.case_id,
+        max_tokens=300,
+    )
+    criteria = {name: getattr(verdict.value, name) for name in GEVAL_WEIGHTS}
+    percent = sum(GEVAL_WEIGHTS[name] * c.score for name, c in criteria.items())
+    grade = letter_grade(percent)
+    details = {
+        "grade": grade,
+        "criteria": {name: c.model_dump() for name, c in criteria.items()},
+        "weights": GEVAL_WEIGHTS,
+        **judge_details(session, verdict),
+    }
+    values: Values = {"factual_accuracy": (percent / 100.0, details)}
+    for letter, _ in GRADES:
+        values[f"factual_grade_{letter.lower()}_rate"] = (float(grade == letter), details)
+    return values
+
+
+CORRECTNESS_WEIGHTS = (0.75, 0.25)  # RAGAS: statement F1, answer-reference similarity
+
+
+async def answer_correctness(session: JudgeSession, item: Item) -> Values:
+    """RAGAS answer correctness: statement-level F1 of the answer against the reference
+    (TP / (TP + (FP + FN) / 2), statements sorted in one call), mixed 0.75 / 0.25 with the
+    answer-reference embedding cosine; the F1 alone when no embedder is available."""
+    verdict = await session.ask(
+        "answer_correctness.v1",
+        {"question": item.question, "answer": item.answer, "reference": item.reference or ""},
+        s.StatementSets,
+        case_id=item.case_id,
+        max_tokens=400,
+        check=_has_statements,
+    )
+    tp, fp, fn = (len(verdict.value.tp), len(verdict.value.fp), len(verdict.value.fn))
+    f1 = tp / (tp + 0.5 * (fp + fn))
+    details: dict[str, Any] = {
+        **verdict.value.model_dump(),
+        "statement_f1": f1,
+        **judge_details(session, verdict),
+    }
+    if session.embed is None:
+        details["similarity"] = None
+        return {"answer_correctness": (f1, details)}
+    vectors = await asyncio.to_thread(session.embed, [item.answer, item.reference or ""])
+    similarity = max(0.0, float(np.dot(vectors[0], vectors[1])))
+    details["similarity"] = similarity
+    f1_weight, similarity_weight = CORRECTNESS_WEIGHTS
+    return {"answer_correctness": (f1_weight * f1 + similarity_weight * similarity, details)}
+
+
+def _has_statements(sets: s.StatementSets) -> None:
+    if not (sets.tp or sets.fp or sets.fn):
+        raise ValueError("tp, fp and fn are all empty: no statement was sorted")
+
+
+ABSTENTION_METRICS = (
+    "judged_unanswerable_accuracy",
+    "judged_abstention_accuracy",
+    "judged_abstention_false_positive_rate",
+    "judged_hallucination_rate",
+)
+
+
+async def abstention(session: JudgeSession, item: Item) -> Values:
+    """Seed 004's abstention detection: the response's ``abstained`` field when it has one (no
+    call), else a small judge prompt. The four metrics apply to the answerable and unanswerable
+    cases as their ``requires`` say; each value here is from the case's own point of view."""
+    if item.abstained is not None or not item.answer.strip():
+        abstained = item.abstained if item.abstained is not None else True
+        how = "field" if item.abstained is not None else "empty answer"
+        details: dict[str, Any] = {"abstained": abstained, "detected_by": how}
+    else:
+        verdict = await session.ask(
+            "abstention.v1",
+            {"question": item.question, "answer": item.answer},
+            s.Abstention,
+            case_id=item.case_id,
+            max_tokens=120,
+        )
+        abstained = verdict.value.abstained
+        details = {
+            "abstained": abstained,
+            "detected_by": "judge",
+            "reasoning": verdict.value.reasoning,
+            **judge_details(session, verdict),
+        }
+    return {
+        "judged_unanswerable_accuracy": (float(abstained != item.answerable), details),
+        "judged_abstention_accuracy": (float(abstained), details),
+        "judged_abstention_false_positive_rate": (float(abstained), details),
+        "judged_hallucination_rate": (float(not abstained), details),
+    }
+
+
 TaskFn = Callable[[JudgeSession, Item], Awaitable[Values]]
 
 
@@ -228,7 +384,7 @@ TASKS: dict[str, Task] = {
             ("answer_relevancy",),
             (),
             True,
-            ("answer_relevancy.v1",),
+            ("answer_questions.v1",),
             60,
         ),
         Task(
@@ -268,5 +424,24 @@ TASKS: dict[str, Task] = {
             ("answer_classification.v1",),
             60,
         ),
+        Task(
+            "factual_accuracy",
+            factual_accuracy,
+            ("factual_accuracy", *(f"factual_grade_{g.lower()}_rate" for g, _ in GRADES)),
+            ("reference_answer",),
+            True,
+            ("factual_accuracy.v1",),
+            150,
+        ),
+        Task(
+            "answer_correctness",
+            answer_correctness,
+            ("answer_correctness",),
+            ("reference_answer",),
+            True,
+            ("answer_correctness.v1",),
+            150,
+        ),
+        Task("abstention", abstention, ABSTENTION_METRICS, (), False, ("abstention.v1",), 40),
     )
 }

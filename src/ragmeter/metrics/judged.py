@@ -26,10 +26,12 @@ remaining judged scores are ``skipped`` ("budget reached").
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from ragmeter.embedders.base import EmbedderError, FloatArray, build_embedder
 from ragmeter.judges import JudgeSettings, build_judge, current_settings
 from ragmeter.judges.cache import JudgeStore
 from ragmeter.judges.cost import Budget, BudgetReachedError, price_for
@@ -42,6 +44,7 @@ NO_JUDGE = "no judge configured (use --judge ...)"
 BUDGET = "budget reached"
 EMPTY_ANSWER = "empty answer (nothing to judge)"
 NO_CONTEXTS = "target retrieved no chunks"
+EMBEDDING_TASKS = frozenset({"answer_relevancy", "answer_correctness"})
 
 
 class JudgedScoreError(Exception):
@@ -67,6 +70,8 @@ def make_item(case: Case, response: Response, settings: JudgeSettings) -> Item:
         answer=response.answer,
         reference=case.reference_answer,
         contexts=[chunk.text[: settings.max_context_chars] for chunk in chunks],
+        answerable=case.answerable,
+        abstained=response.abstained,
     )
 
 
@@ -80,8 +85,10 @@ def _failure(exc: Exception) -> JudgedScoreError:
 class JudgedState:
     """Per-run outcomes of the judged metrics, filled by one shared ``prepare`` hook."""
 
-    def __init__(self, tasks: list[Task]) -> None:
+    def __init__(self, tasks: list[Task], embedder: str = "minilm") -> None:
         self.tasks = tasks
+        self.embedder = embedder
+        self.embedder_problem: str | None = None  # why embedding tasks fell back, if they did
         self.settings: JudgeSettings | None = None
         self.outcomes: dict[tuple[str, str], Outcome] = {}  # (metric, case id) -> outcome
         self.session: JudgeSession | None = None  # the last session (tests read its counters)
@@ -106,6 +113,9 @@ class JudgedState:
                 f"max_cost is set but judge {judge.model} has no price; add it to the prices"
             )
         store = JudgeStore(settings.store)
+        embed = (
+            self._embed_function() if any(t.name in EMBEDDING_TASKS for t in self.tasks) else None
+        )
         session = JudgeSession(
             judge,
             store,
@@ -114,6 +124,7 @@ class JudgedState:
             budget=Budget(settings.max_cost),
             concurrency=settings.concurrency,
             run_id=settings.run_id,
+            embed=embed,
         )
         self.session = session
         try:
@@ -127,6 +138,23 @@ class JudgedState:
         finally:
             await judge.aclose()
             store.close()
+
+    def _embed_function(self) -> Callable[[list[str]], FloatArray] | None:
+        """A thread-safe embed function, or None (and the reason kept) when the embedder
+        cannot be built: answer relevancy then uses the direct score, answer correctness the
+        statement F1 alone."""
+        try:
+            embedder = build_embedder(self.embedder)
+        except EmbedderError as exc:
+            self.embedder_problem = str(exc)
+            return None
+        lock = threading.Lock()
+
+        def embed(texts: list[str]) -> FloatArray:
+            with lock:
+                return embedder.embed(texts)
+
+        return embed
 
     async def _run(
         self,
@@ -154,8 +182,10 @@ class JudgedState:
         except Exception as exc:  # recorded per case; one bad verdict must not stop the pass
             self._set(task, case.case_id, _failure(exc))
             return
-        for metric, outcome in values.items():
-            self.outcomes[(metric, case.case_id)] = outcome
+        for metric, (value, details) in values.items():
+            if task.name in EMBEDDING_TASKS and self.embedder_problem:
+                details = {**details, "embedder_problem": self.embedder_problem}
+            self.outcomes[(metric, case.case_id)] = (value, details)
 
     def compute_fn(self, metric: str) -> Callable[[Case, Response], MetricOutput]:
         def compute(case: Case, response: Response) -> MetricOutput:
@@ -179,7 +209,13 @@ class JudgedState:
 METRICS: tuple[tuple[str, str, str, str | None, str], ...] = (
     # name, task, group, unit, description
     ("faithfulness", "faithfulness", "grounding", None, "share of answer claims supported"),
-    ("answer_relevancy", "answer_relevancy", "generation", None, "judge's 0..1 relevance"),
+    (
+        "answer_relevancy",
+        "answer_relevancy",
+        "generation",
+        None,
+        "mean cosine of the question with 3 questions generated from the answer",
+    ),
     ("context_precision", "context_precision", "context_quality", None, "share relevant"),
     (
         "context_precision_ranked",
@@ -194,6 +230,68 @@ METRICS: tuple[tuple[str, str, str, str | None, str], ...] = (
     ("judged_correct_rate", "classification", "generation", None, "classified CORRECT"),
     ("judged_wrong_rate", "classification", "generation", None, "classified WRONG"),
     ("judged_dont_know_rate", "classification", "generation", None, "classified DONT_KNOW"),
+    (
+        "factual_accuracy",
+        "factual_accuracy",
+        "generation",
+        None,
+        "seed 001 GEval: 0.5 correctness + 0.3 completeness + 0.2 consistency",
+    ),
+    *(
+        (f"factual_grade_{g}_rate", "factual_accuracy", "generation", None, f"graded {g.upper()}")
+        for g in "abcde"
+    ),
+    (
+        "answer_correctness",
+        "answer_correctness",
+        "generation",
+        None,
+        "0.75 statement F1 vs the reference + 0.25 embedding similarity",
+    ),
+    (
+        "judged_unanswerable_accuracy",
+        "abstention",
+        "abstention",
+        None,
+        "abstained exactly on the unanswerable cases (field, else judge)",
+    ),
+    (
+        "judged_abstention_accuracy",
+        "abstention",
+        "abstention",
+        None,
+        "on unanswerable cases: 1 if the system abstained",
+    ),
+    (
+        "judged_abstention_false_positive_rate",
+        "abstention",
+        "abstention",
+        None,
+        "on answerable cases: 1 if the system abstained",
+    ),
+    (
+        "judged_hallucination_rate",
+        "abstention",
+        "abstention",
+        None,
+        "on unanswerable cases: 1 if the system answered",
+    ),
+)
+# metrics that apply to a subset of the cases their task judges
+METRIC_REQUIRES: dict[str, tuple[str, ...]] = {
+    "judged_abstention_accuracy": ("unanswerable",),
+    "judged_abstention_false_positive_rate": ("answerable",),
+    "judged_hallucination_rate": ("unanswerable",),
+}
+LOWER_IS_BETTER = frozenset(
+    {
+        "judged_wrong_rate",
+        "judged_dont_know_rate",
+        "judged_abstention_false_positive_rate",
+        "judged_hallucination_rate",
+        "factual_grade_d_rate",
+        "factual_grade_e_rate",
+    }
 )
 
 
@@ -267,7 +365,7 @@ def ragas_composite(
 
 def judged_metrics(settings: MetricSettings) -> list[Metric]:
     tasks = selected_tasks()
-    state = JudgedState(tasks)
+    state = JudgedState(tasks, settings.embedder)
     prepare = state.prepare  # one object, so the engine prepares the family once
     chosen = {task.name for task in tasks}
     composite = [
@@ -285,8 +383,8 @@ def judged_metrics(settings: MetricSettings) -> list[Metric]:
             name=name,
             group=group,
             compute=state.compute_fn(name),
-            requires=TASKS[task].requires,
-            higher_is_better=name != "judged_wrong_rate",
+            requires=TASKS[task].requires + METRIC_REQUIRES.get(name, ()),
+            higher_is_better=name not in LOWER_IS_BETTER,
             unit=unit,
             description=f"LLM judge: {description}",
             prepare=prepare,
