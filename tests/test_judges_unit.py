@@ -659,6 +659,21 @@ def test_cli_eval_with_judge_records_calls_and_second_run_hits_cache(
     run_files = sorted((tmp_path / "o").glob("*.json"), key=lambda p: p.stat().st_mtime)
     judge_cost = json.loads(run_files[-1].read_text())["performance"]["cost"]["judge"]
     assert judge_cost["calls"] > 0 and judge_cost["cached"] == judge_cost["calls"]
+    # --max-cost (alias of --max-judge-cost): a spent budget skips judging, the run completes
+    config = tmp_path / "prices.yaml"
+    config.write_text("prices:\n  tiny: {input_per_1k: 1.0, output_per_1k: 1.0}\n")
+    budget_args = [*args, "--max-cost", "0", "--config", str(config), "--store", str(store) + "2"]
+    capped = subprocess.run(budget_args, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert capped.returncode == 0, capped.stderr
+    assert len(server.requests) == requests_after_first  # nothing was asked
+    db2 = sqlite3.connect(str(store) + "2")
+    reasons = {
+        r
+        for (r,) in db2.execute(
+            "SELECT DISTINCT reason FROM scores WHERE metric = ?", ("faithfulness",)
+        )
+    }
+    assert reasons == {"budget reached"}
 
 
 def test_rescore_judges_stored_responses_without_the_system(serve: Any, tmp_path: Path) -> None:
