@@ -238,7 +238,14 @@ METRICS: tuple[tuple[str, str, str, str | None, str], ...] = (
         "seed 001 GEval: 0.5 correctness + 0.3 completeness + 0.2 consistency",
     ),
     *(
-        (f"factual_grade_{g}_rate", "factual_accuracy", "generation", None, f"graded {g.upper()}")
+        # their own group: a grade share has no direction to feed the accuracy objective with
+        (
+            f"factual_grade_{g}_rate",
+            "factual_accuracy",
+            "factual_grades",
+            None,
+            f"graded {g.upper()}",
+        )
         for g in "abcde"
     ),
     (
