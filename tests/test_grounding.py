@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 
 import pytest
@@ -11,7 +12,13 @@ from hypothesis import strategies as st
 from ragmeter.metrics.base import MetricSettings, score_case
 from ragmeter.metrics.claims import analyse_sentence, classify_claim, extract_claims
 from ragmeter.metrics.claims import split_sentences as split_answer
-from ragmeter.metrics.grounding import assess, grounding_metrics
+from ragmeter.metrics.grounding import (
+    DEFAULT_SCORE_WEIGHTS,
+    STANCE_WORDS,
+    AnswerSignals,
+    assess,
+    grounding_metrics,
+)
 from ragmeter.metrics.numbers import extract_numbers, same_value
 from ragmeter.models import Case, CaseResult, Response, RetrievedChunk, Score
 
@@ -19,6 +26,30 @@ CONTEXT = (
     "Employees receive 15 days of paid vacation per year. Vacation accrues monthly. "
     "The company employs 1,000 people and spent $604 on training per employee."
 )
+
+
+def expected_score(
+    coverage: float,
+    bigram: float,
+    missing_numbers: int,
+    novel_terms: int,
+    personal: bool,
+    word_recall: float,
+    opener: bool,
+) -> float:
+    """``grounding_score`` by hand from the shipped weights (sigmoid of the weighted sum)."""
+    w = DEFAULT_SCORE_WEIGHTS
+    z = (
+        w.intercept
+        + w.coverage * coverage
+        + w.bigram * bigram
+        + w.missing_numbers * missing_numbers
+        + w.novel_terms * math.log(1 + novel_terms)
+        + w.personal * personal
+        + w.word_recall * word_recall
+        + w.opener * opener
+    )
+    return 1 / (1 + math.exp(-z))
 
 
 def run(answer: str, contexts: list[str] | None = None, retrieved: bool = True) -> dict[str, Score]:
@@ -145,7 +176,11 @@ def test_supported_answer() -> None:
     assert scores["claim_support_rate"].value == 1.0
     assert scores["unsupported_claim_count"].value == 0.0
     assert scores["numeric_fabrication_count"].value == 0.0
-    assert scores["grounding_score"].value == 1.0
+    # every fact term and term bigram found, every word found, nothing personal
+    assert scores["grounding_score"].value == pytest.approx(
+        expected_score(1.0, 1.0, 0, 0, False, 1.0, False)
+    )
+    assert scores["grounding_score"].details["mean_support"] == 1.0
     claim = scores["grounding_score"].details["claims"][0]
     assert claim["verdict"] == "supported"
     assert claim["best_sentence"] == "Employees receive 15 days of paid vacation per year."
@@ -159,8 +194,15 @@ def test_supported_and_unsupported_claims() -> None:
     details = scores["unsupported_claim_count"].details
     assert details["unsupported_claims"] == ["Employees get a free helicopter ride on Fridays."]
     # first claim: 3 terms all found (support 1); second: 6 terms, 1 found ("employee");
-    # the term-weighted mean is (3 * 1 + 6 * 1/6) / 9
-    assert scores["grounding_score"].value == pytest.approx(4 / 9)
+    # the term-weighted mean support is (3 * 1 + 6 * 1/6) / 9
+    details = scores["grounding_score"].details
+    assert details["mean_support"] == pytest.approx(4 / 9, abs=1e-4)
+    # fact coverage 4/9; term bigrams: 2 of claim 1 found, 0 of the 5 of claim 2; 5 novel
+    # terms (get, free, helicopter, ride, friday); words found: vacation, accrues, monthly,
+    # employees, on = 5 of 11
+    assert scores["grounding_score"].value == pytest.approx(
+        expected_score(4 / 9, 2 / 7, 0, 5, False, 5 / 11, False)
+    )
 
 
 def test_numeric_fabrication_with_normalisation() -> None:
@@ -173,10 +215,13 @@ def test_numeric_fabrication_with_normalisation() -> None:
 
 
 def test_negation_mismatch_lowers_support() -> None:
-    same = run("Vacation accrues monthly.", [CONTEXT])["grounding_score"].value
+    same = run("Vacation accrues monthly.", [CONTEXT])["grounding_score"]
     negated = run("Vacation does not accrue monthly.", [CONTEXT])["grounding_score"]
     assert negated.details["claims"][0]["negation_mismatch"] is True
-    assert same is not None and negated.value is not None and negated.value < same
+    # claim support: coverage 1 minus the negation weight 0.2
+    assert same.details["claims"][0]["support"] == 1.0
+    assert negated.details["claims"][0]["support"] == pytest.approx(0.8)
+    assert same.value is not None and negated.value is not None and negated.value < same.value
 
 
 def test_general_claims_are_not_checked() -> None:
@@ -206,7 +251,12 @@ def test_empty_context_gives_zero_support() -> None:
     scores = run("Vacation is 15 days per year.", [])
     assert scores["claim_support_rate"].value == 0.0
     assert scores["unsupported_claim_count"].value == 1.0
-    assert scores["grounding_score"].value == 0.0
+    assert scores["grounding_score"].details["mean_support"] == 0.0
+    # nothing found: coverage 0, 1 missing number, 5 novel terms (vacation, #15, day, per,
+    # year), no word found
+    assert scores["grounding_score"].value == pytest.approx(
+        expected_score(0.0, 0.0, 1, 5, False, 0.0, False)
+    )
     assert scores["numeric_fabrication_count"].value == 1.0
 
 
@@ -218,12 +268,17 @@ def test_retrieved_not_reported_is_skipped() -> None:
 
 def test_unicode() -> None:
     context = "Der Urlaub beträgt 30 Tage. 東京は日本の首都です。 Café prices rose 5%."
-    assert run("Der Urlaub beträgt 30 Tage.", [context])["grounding_score"].value == 1.0
-    assert run("東京は日本の首都です。", [context])["grounding_score"].value == 1.0
-    ligature = run("Cafe\u0301 prices rose 5 percent.", [context])["grounding_score"]
-    assert ligature.value == 1.0  # NFKC folds the combining accent; 5% = 5 percent
+
+    def support(answer: str) -> float:
+        return run(answer, [context])["grounding_score"].details["mean_support"]
+
+    assert support("Der Urlaub beträgt 30 Tage.") == 1.0
+    assert support("東京は日本の首都です。") == 1.0
+    assert support("Cafe\u0301 prices rose 5 percent.") == 1.0  # NFKC; 5% = 5 percent
     # CJK is matched by character bigrams: only "です" of 9 bigrams is shared
-    assert run("大阪は大きい都市です。", [context])["grounding_score"].value == pytest.approx(1 / 9)
+    assert support("大阪は大きい都市です。") == pytest.approx(1 / 9, abs=1e-4)
+    german = run("Der Urlaub beträgt 30 Tage.", [context])["grounding_score"].value
+    assert german == pytest.approx(expected_score(1.0, 1.0, 0, 0, False, 1.0, False))
 
 
 def test_very_long_inputs_are_fast() -> None:
@@ -254,3 +309,48 @@ def test_scores_stay_in_unit_interval(answer: str, contexts: list[str]) -> None:
     score = result.score
     assert score is None or 0.0 <= score <= 1.0
     assert len(result.fabricated_numbers) <= len(result.answer_numbers)
+
+
+# --- answer-level signals of grounding_score -------------------------------------------------
+
+
+def test_stance_words_are_not_fact_terms() -> None:
+    # "love" and "really" are stance words: left out of the fact terms, so the fact coverage
+    # of "I really love that vacation accrues monthly." is 3/3 (vacation, accrue, monthly)
+    assert {"love", "really", "think", "yes"} <= STANCE_WORDS
+    signals = assess("I really love that vacation accrues monthly.", [CONTEXT]).signals
+    assert signals is not None
+    assert signals.fact_coverage == 1.0
+    assert signals.novel_terms == 0
+
+
+def test_personal_opener_and_word_recall() -> None:
+    result = assess("Yes, I love that vacation accrues monthly.", [CONTEXT])
+    assert result.signals == AnswerSignals(
+        fact_coverage=1.0,
+        fact_bigram_coverage=1.0,  # (vacation, accrue), (accrue, monthly) both in the context
+        missing_numbers=0,
+        novel_terms=0,
+        personal=True,  # "I"
+        word_recall=3 / 7,  # yes i love that vacation accrues monthly: 3 of 7 words found
+        opener=True,  # opens with "Yes"
+    )
+    assert result.score == pytest.approx(expected_score(1.0, 1.0, 0, 0, True, 3 / 7, True))
+    plain = assess("Vacation accrues monthly.", [CONTEXT]).score
+    assert plain is not None and result.score is not None and result.score < plain
+
+
+def test_novel_terms_and_missing_numbers_lower_the_score() -> None:
+    result = assess("Vacation accrues weekly for 40 days.", [CONTEXT])
+    assert result.signals is not None
+    # fact terms vacation, accrue, weekly, day, #40: weekly and #40 are novel
+    assert result.signals.novel_terms == 2
+    assert result.signals.missing_numbers == 1
+    assert result.signals.fact_coverage == pytest.approx(3 / 5)
+    supported = assess("Vacation accrues monthly.", [CONTEXT]).score
+    assert supported is not None and result.score is not None and result.score < supported
+
+
+def test_answer_without_claims_has_no_signals() -> None:
+    result = assess("Do you like it?", [CONTEXT])
+    assert result.signals is None and result.score is None

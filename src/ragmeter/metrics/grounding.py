@@ -17,11 +17,17 @@ against the retrieved chunk texts (the context):
 ``support = clip((1 - w_emb) * (coverage + w_bigram * bigram) / (1 + w_bigram)
 + w_emb * cosine - w_number * missing numbers - w_personal * personal
 - w_negation * negation mismatch, 0, 1)`` (the embedding term only with an embedder and
-``w_emb > 0``, which is off by default: it did not help on the tuning data); the weights
-(``DEFAULT_WEIGHTS``) were chosen on a seeded half of two human-labelled sets and are reported
-on the other half (``bench/grounding_auc.py``, docs/grounding.md). A claim is supported when
-its support reaches the threshold of its type (assertion 0.7, inference 0.5); general claims
-are not checked.
+``w_emb > 0``, which is off by default). A claim is supported when its support reaches the
+threshold of its type (assertion 0.7, inference 0.5); general claims are not checked.
+
+``grounding_score`` is a logistic model over answer-level signals (``AnswerSignals``): the
+coverage and term-bigram coverage of the claims' fact terms (stance words such as "love",
+"think", "really" and fillers left out: ``STANCE_WORDS``), missing numbers, log(1 + novel fact
+terms), a first/second-person word anywhere in the answer, the recall of all the answer's
+words (stop words included) in the context, and a conversational opener ("yes", "well",
+"i agree"). Its weights (``DEFAULT_SCORE_WEIGHTS``) were fitted on a seeded half of two
+human-labelled sets and are reported on the other half (``bench/grounding_auc.py``,
+docs/grounding.md).
 
 Metrics (group ``grounding``, need the ``retrieved`` input):
 
@@ -29,10 +35,9 @@ Metrics (group ``grounding``, need the ``retrieved`` input):
 * ``unsupported_claim_count``: checked claims that are not supported (lower is better);
 * ``numeric_fabrication_count``: numbers of the answer (outside questions) whose value is not
   in the context (lower is better; 0 for an answer without numbers);
-* ``grounding_score``: continuous support of the whole answer in [0, 1]: the content-term-
-  weighted mean of the support of all its claims (general ones included), where the content of
-  non-claim sentences (questions, hedges, chit-chat) counts as unsupported with weight
-  ``w_non_claim``.
+* ``grounding_score``: sigmoid(``DEFAULT_SCORE_WEIGHTS`` . answer signals), in (0, 1); the
+  term-weighted mean claim support (the score before the logistic model) is kept in its
+  details as ``mean_support``.
 
 An answer with no claim (empty, refusal only, questions only) is skipped by the three claim
 metrics with reason "no checkable claims" (and by ``claim_support_rate`` /
@@ -42,6 +47,7 @@ claim has support 0.
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
 from collections import Counter
@@ -51,8 +57,10 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from ragmeter.metrics import textmatch
 from ragmeter.metrics.base import Metric, MetricOutput, MetricSettings, SkipScore
 from ragmeter.metrics.claims import (
+    FILLERS,
     ClaimType,
     NonClaim,
     extract_claims,
@@ -60,7 +68,7 @@ from ragmeter.metrics.claims import (
 )
 from ragmeter.metrics.numbers import NumberMention, extract_numbers, value_key
 from ragmeter.models import Case, Response
-from ragmeter.targets.reference.text import tokenize
+from ragmeter.targets.reference.text import stem, tokenize
 
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 _NEGATION = re.compile(
@@ -94,6 +102,82 @@ def has_negation(text: str) -> bool:
     return bool(_NEGATION.search(text.lower().replace("\u2019", "'")))
 
 
+def fold(text: str) -> str:
+    """``textmatch.fold`` with split apostrophes joined ("it ' s" -> "it's"), for the cues."""
+    return textmatch.fold(text).replace(" ' ", "'")
+
+
+# attitude, opinion and discourse words: they say what the speaker feels or how the turn is
+# framed, not a fact the context could support, so they are left out of the fact terms (and
+# counted by the personal / opener signals instead); stemmed like ``terms``
+STANCE_WORDS = frozenset(
+    stem(w)
+    for w in [
+        "know",
+        "knew",
+        "think",
+        "thought",
+        "believe",
+        "guess",
+        "love",
+        "loved",
+        "like",
+        "liked",
+        "likes",
+        "favorite",
+        "favourite",
+        "enjoy",
+        "enjoyed",
+        "fan",
+        "heard",
+        "hear",
+        "agree",
+        "sure",
+        "interesting",
+        "awesome",
+        "great",
+        "cool",
+        "fun",
+        "amazing",
+        "wow",
+        "wish",
+        "hope",
+        "want",
+        "wanted",
+        "feel",
+        "sounds",
+        "sound",
+        "lot",
+        "also",
+        "actually",
+        "really",
+        "well",
+        "yeah",
+        "yea",
+        "yes",
+        "pretty",
+        "definitely",
+        "totally",
+        "maybe",
+        "kind",
+        "stuff",
+        "thing",
+        "things",
+    ]
+)
+_NOT_FACT = STANCE_WORDS | FILLERS
+# first or second person anywhere in the answer ("us" is left out: "the US")
+_PERSON_WORD = re.compile(
+    r"\b(i|im|ive|me|my|mine|myself|we|our|ours|ourselves|you|your|yours|yourself|"
+    r"yourselves)\b"
+)
+# a conversational opener: agreement, interjection or back-channel before any content
+_OPENER = re.compile(
+    r"^\W*(yes|yeah|yep|yea|no|nope|well|oh|wow|ok|okay|sure|haha|lol|hmm|um|uh|that's|"
+    r"that is|me too|i agree)\b"
+)
+
+
 @dataclass
 class Context:
     """The retrieved context, precomputed once per response for sentence-level matching."""
@@ -106,6 +190,7 @@ class Context:
     bigrams: frozenset[tuple[str, str]]
     numbers: frozenset[str]
     truncated: bool = False
+    words: frozenset[str] = frozenset()  # every word, stop words included
 
 
 def build_context(texts: list[str], max_chars: int = 2_000_000) -> Context:
@@ -132,6 +217,7 @@ def build_context(texts: list[str], max_chars: int = 2_000_000) -> Context:
         for term in unique:
             index.setdefault(term, []).append(position)
     numbers = frozenset(value_key(n.value) for t in texts for n in extract_numbers(t))
+    context_words = frozenset(w for sentence in sentences for w in textmatch.words(sentence))
     return Context(
         sentences=sentences,
         sentence_terms=sentence_terms,
@@ -141,6 +227,7 @@ def build_context(texts: list[str], max_chars: int = 2_000_000) -> Context:
         bigrams=frozenset(bigrams),
         numbers=numbers,
         truncated=truncated,
+        words=context_words,
     )
 
 
@@ -157,6 +244,12 @@ class ClaimSignals:
     missing_numbers: list[str] = field(default_factory=list)
     n_numbers: int = 0
     negation_mismatch: bool = False
+    # the same, over fact terms only (stance words and fillers out: ``STANCE_WORDS``)
+    fact_terms: int = 0
+    fact_found: int = 0
+    fact_bigrams: int = 0
+    fact_bigrams_found: int = 0
+    novel_facts: frozenset[str] = frozenset()
 
 
 def claim_signals(claim: str, context: Context) -> ClaimSignals:
@@ -164,8 +257,18 @@ def claim_signals(claim: str, context: Context) -> ClaimSignals:
     unique = set(sequence)
     numbers = extract_numbers(claim)
     missing = [n.text for n in numbers if value_key(n.value) not in context.numbers]
+    facts = [t for t in sequence if t not in _NOT_FACT]
+    fact_set = set(facts)
+    fact_pairs = list(pairwise(facts))
+    fact_fields: dict[str, Any] = {
+        "fact_terms": len(fact_set),
+        "fact_found": len(fact_set & context.terms),
+        "fact_bigrams": len(fact_pairs),
+        "fact_bigrams_found": sum(p in context.bigrams for p in fact_pairs),
+        "novel_facts": frozenset(fact_set - context.terms),
+    }
     if not unique:
-        return ClaimSignals(0, 1.0, 1.0, None, 1.0, [], missing, len(numbers))
+        return ClaimSignals(0, 1.0, 1.0, None, 1.0, [], missing, len(numbers), **fact_fields)
     found = unique & context.terms
     hits: Counter[int] = Counter()
     for term in found:
@@ -184,6 +287,7 @@ def claim_signals(claim: str, context: Context) -> ClaimSignals:
         missing_numbers=missing,
         n_numbers=len(numbers),
         negation_mismatch=negation,
+        **fact_fields,
     )
 
 
@@ -211,11 +315,95 @@ class GroundingWeights:
     non_claim: float = 0.0
 
 
-# chosen by `python bench/grounding_auc.py --tune` on the seeded tuning halves (seed 0) of
-# Q-squared and BEGIN dev (grid search, best smallest gain over the token-recall baseline); the
-# held-out halves are what docs/grounding.md reports. Embedding alignment (MiniLM) was in the
-# grid and not chosen, so it is off by default; pass weights with ``embedding > 0`` to use it.
+# per-claim support weights (claim verdicts, ``mean_support``): chosen by an earlier grid search
+# on the seeded tuning halves of Q-squared and BEGIN dev (docs/grounding.md); they no longer
+# enter ``grounding_score``, which has its own fitted weights (``DEFAULT_SCORE_WEIGHTS``).
+# Embedding alignment (MiniLM) is off by default; pass weights with ``embedding > 0`` to use it.
 DEFAULT_WEIGHTS = GroundingWeights()
+
+
+@dataclass(frozen=True)
+class AnswerSignals:
+    """Answer-level evidence that ``grounding_score`` combines (see ``ScoreWeights``)."""
+
+    fact_coverage: float  # found / all fact terms, summed over the claims (1.0 without any)
+    fact_bigram_coverage: float  # the same over consecutive fact-term pairs
+    missing_numbers: int  # numbers of the claims whose value is not in the context
+    novel_terms: int  # distinct fact terms of the claims not in the context
+    personal: bool  # a first- or second-person word anywhere in the answer
+    word_recall: float  # share of all the answer's words (stop words too) in the context
+    opener: bool  # the answer opens with "yes", "well", "me too", "i agree", ...
+
+    def features(self) -> dict[str, float]:
+        """The values the score weighs (``novel_terms`` as log(1 + count))."""
+        return {
+            "coverage": self.fact_coverage,
+            "bigram": self.fact_bigram_coverage,
+            "missing_numbers": float(self.missing_numbers),
+            "novel_terms": math.log1p(self.novel_terms),
+            "personal": float(self.personal),
+            "word_recall": self.word_recall,
+            "opener": float(self.opener),
+        }
+
+
+def answer_signals(answer: str, claims: list[ClaimSignals], context: Context) -> AnswerSignals:
+    """Aggregate the claims' fact-term evidence and read the answer's conversational cues."""
+    fact_terms = sum(c.fact_terms for c in claims)
+    coverage = sum(c.fact_found for c in claims) / fact_terms if fact_terms else 1.0
+    pairs = sum(c.fact_bigrams for c in claims)
+    bigram = sum(c.fact_bigrams_found for c in claims) / pairs if pairs else coverage
+    folded = fold(answer)
+    answer_words = textmatch.words(answer)
+    recall = (
+        sum(w in context.words for w in answer_words) / len(answer_words) if answer_words else 0.0
+    )
+    return AnswerSignals(
+        fact_coverage=coverage,
+        fact_bigram_coverage=bigram,
+        missing_numbers=sum(len(c.missing_numbers) for c in claims),
+        novel_terms=len(frozenset().union(*(c.novel_facts for c in claims))),
+        personal=bool(_PERSON_WORD.search(folded)),
+        word_recall=recall,
+        opener=bool(_OPENER.search(folded)),
+    )
+
+
+@dataclass(frozen=True)
+class ScoreWeights:
+    """``grounding_score = sigmoid(intercept + sum(weight * feature))`` over
+    ``AnswerSignals.features()``; the signs are part of the weights."""
+
+    intercept: float
+    coverage: float
+    bigram: float
+    missing_numbers: float
+    novel_terms: float
+    personal: float
+    word_recall: float
+    opener: float
+
+    def score(self, signals: AnswerSignals) -> float:
+        z = self.intercept + sum(
+            getattr(self, name) * value for name, value in signals.features().items()
+        )
+        return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
+
+
+# fitted by `python bench/grounding_auc.py --tune` on the seeded tuning halves (seed 0) of
+# Q-squared and BEGIN dev only: a pairwise-logistic (AUC surrogate) fit with the two sets
+# weighted equally, then a logistic calibration of its output; docs/grounding.md reports them on
+# the held-out halves
+DEFAULT_SCORE_WEIGHTS = ScoreWeights(
+    intercept=-2.9,
+    coverage=2.539,
+    bigram=0.793,
+    missing_numbers=-1.413,
+    novel_terms=-0.16,
+    personal=-0.634,
+    word_recall=1.753,
+    opener=-0.542,
+)
 THRESHOLDS: dict[str, float] = {"assertion": 0.7, "inference": 0.5}
 MAX_CLAIMS = 200
 MAX_CONTEXT_CHARS = 2_000_000
@@ -271,6 +459,8 @@ class Assessment:
     context: Context
     notes: list[str]
     non_claim_weight: float = 0.0
+    signals: AnswerSignals | None = None  # None without claims
+    score_weights: ScoreWeights = DEFAULT_SCORE_WEIGHTS
 
     @property
     def checked(self) -> list[ClaimVerdict]:
@@ -282,6 +472,14 @@ class Assessment:
 
     @property
     def score(self) -> float | None:
+        """``grounding_score``: the answer's signals through ``score_weights`` (a logistic
+        model, in (0, 1)). None without claims."""
+        if self.signals is None:
+            return None
+        return self.score_weights.score(self.signals)
+
+    @property
+    def mean_support(self) -> float | None:
         """Term-weighted mean claim support; non-claim sentences (questions, hedges, chit-chat)
         add ``non_claim_weight`` x their terms as unsupported content. None without claims."""
         if not self.claims:
@@ -292,7 +490,12 @@ class Assessment:
         return supported / total
 
     def details(self) -> dict[str, Any]:
+        mean_support = self.mean_support
         return {
+            "answer_signals": None
+            if self.signals is None
+            else {k: round(v, 4) for k, v in self.signals.features().items()},
+            "mean_support": None if mean_support is None else round(mean_support, 4),
             "claims": [c.as_dict(self.context) for c in self.claims],
             "unsupported_claims": [c.text for c in self.unsupported],
             "non_claims": [{"text": n.text[:300], "reason": n.reason} for n in self.non_claims],
@@ -333,6 +536,7 @@ def assess(
     contexts: list[str],
     weights: GroundingWeights = DEFAULT_WEIGHTS,
     embedder: SentenceEmbedder | None = None,
+    score_weights: ScoreWeights = DEFAULT_SCORE_WEIGHTS,
 ) -> Assessment:
     """Split, classify and score every claim of ``answer`` against the ``contexts`` texts."""
     notes: list[str] = []
@@ -368,7 +572,18 @@ def assess(
         )
     numbers = [n for c in claims for n in extract_numbers(c.text)]
     fabricated = [n for n in numbers if value_key(n.value) not in context.numbers]
-    return Assessment(verdicts, non_claims, numbers, fabricated, context, notes, weights.non_claim)
+    overall = answer_signals(answer, [v.signals for v in verdicts], context) if verdicts else None
+    return Assessment(
+        verdicts,
+        non_claims,
+        numbers,
+        fabricated,
+        context,
+        notes,
+        weights.non_claim,
+        overall,
+        score_weights,
+    )
 
 
 def _skip_abstention(response: Response) -> None:
@@ -382,9 +597,15 @@ NO_CHECKED_CLAIMS = "no checked claims (none, or only general claims, which are 
 class GroundingState:
     """Per-run state of the family: the embedder (built lazily, failing soft) and a cache."""
 
-    def __init__(self, embedder_spec: str | None, weights: GroundingWeights = DEFAULT_WEIGHTS):
+    def __init__(
+        self,
+        embedder_spec: str | None,
+        weights: GroundingWeights = DEFAULT_WEIGHTS,
+        score_weights: ScoreWeights = DEFAULT_SCORE_WEIGHTS,
+    ):
         self.embedder_spec = embedder_spec
         self.weights = weights
+        self.score_weights = score_weights
         self._embedder: SentenceEmbedder | None = None
         self.embedder_note: str | None = None
         self._cache: dict[tuple[str, tuple[str, ...]], Assessment] = {}
@@ -425,7 +646,7 @@ class GroundingState:
         key = (response.answer, tuple(chunk.text for chunk in response.retrieved))
         found = self._cache.get(key)
         if found is None:
-            found = assess(key[0], list(key[1]), self.weights, self.embedder())
+            found = assess(key[0], list(key[1]), self.weights, self.embedder(), self.score_weights)
             if self.embedder_note:
                 found.notes.append(self.embedder_note)
             if len(self._cache) > 1024:
@@ -435,9 +656,11 @@ class GroundingState:
 
 
 def grounding_metrics(
-    settings: MetricSettings, weights: GroundingWeights = DEFAULT_WEIGHTS
+    settings: MetricSettings,
+    weights: GroundingWeights = DEFAULT_WEIGHTS,
+    score_weights: ScoreWeights = DEFAULT_SCORE_WEIGHTS,
 ) -> list[Metric]:
-    state = GroundingState(settings.embedder, weights)
+    state = GroundingState(settings.embedder, weights, score_weights)
 
     def support_rate(_: Case, response: Response) -> MetricOutput:
         _skip_abstention(response)
