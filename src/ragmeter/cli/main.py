@@ -50,6 +50,15 @@ def main() -> None:
     """Evaluate retrieval-augmented generation systems."""
 
 
+max_judge_cost_option = click.option(
+    "--max-judge-cost",
+    "--max-cost",
+    "max_judge_cost",
+    type=float,
+    help="Stop judging at this many USD (judge cost).",
+)
+
+
 @main.command("eval")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False), help="YAML config file.")
 @click.option(
@@ -89,13 +98,7 @@ def main() -> None:
     help="LLM judge for the judged metrics: openai:MODEL, anthropic:MODEL, "
     "http://HOST:PORT/v1#MODEL or local:PATH.gguf (keys from environment variables only).",
 )
-@click.option(
-    "--max-judge-cost",
-    "--max-cost",
-    "max_judge_cost",
-    type=float,
-    help="Stop judging at this many USD (judge cost).",
-)
+@max_judge_cost_option
 @click.option("--spot-check", type=int, help="Re-judge N random cases with --second-judge.")
 @click.option(
     "--dry-run",
@@ -356,13 +359,7 @@ def _run_eval(config: EvalConfig, resume: str | None) -> RunRecord:
 @click.argument("run_id")
 @click.option("--store", default=".ragmeter/runs.db", show_default=True)
 @click.option("--judge", help="LLM judge for the judged metrics (see 'ragmeter eval --judge').")
-@click.option(
-    "--max-judge-cost",
-    "--max-cost",
-    "max_judge_cost",
-    type=float,
-    help="Stop judging at this many USD (judge cost).",
-)
+@max_judge_cost_option
 @click.option("--metrics", help="Comma-separated metric families (default: the run's own).")
 @click.option("--output-dir", help="Folder for the new run file (default: the run's own).")
 @click.option("--name", help="Name of the new run.")
