@@ -23,6 +23,7 @@ from ragmeter.embedders.base import (
     TokenEmbeddingsUnsupportedError,
     l2_normalise,
 )
+from ragmeter.retry import retry_delay_s
 
 RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
 MAX_RETRY_AFTER_S = 30.0
@@ -99,24 +100,24 @@ class OpenAICompatEmbedder:
             attempt += 1
             self.requests_sent += 1
             problem: str
+            retry_after: str | None
             try:
                 response = self._client.post(url, json=payload)
             except httpx.HTTPError as exc:  # connection refused, timeout, reset ...
                 problem = f"{type(exc).__name__}: {exc}"
-                wait = self.backoff_s * 2 ** (attempt - 1)
+                retry_after = None
             else:
                 if response.status_code < 400:
                     return response
                 problem = f"HTTP {response.status_code}: {response.text[:200]!r}"
                 if response.status_code not in RETRY_STATUSES:
                     raise EmbedderError(f"embeddings request to {url} failed: {problem}")
-                told = _retry_after(response)
-                wait = told if told is not None else self.backoff_s * 2 ** (attempt - 1)
+                retry_after = response.headers.get("retry-after")
             if attempt > self.max_retries:
                 raise EmbedderError(
                     f"embeddings request to {url} failed after {attempt} attempts: {problem}"
                 )
-            time.sleep(min(wait, MAX_RETRY_AFTER_S))
+            time.sleep(retry_delay_s(attempt, retry_after, self.backoff_s, MAX_RETRY_AFTER_S))
 
     def _embed_batch(self, texts: list[str]) -> FloatArray:
         payload = {"model": self.model, "input": texts, "encoding_format": "float"}
@@ -148,13 +149,3 @@ class OpenAICompatEmbedder:
             return l2_normalise(matrix)
         except EmbedderError as exc:
             raise EmbedderError(f"{url} returned an all-zero embedding vector") from exc
-
-
-def _retry_after(response: httpx.Response) -> float | None:
-    value = response.headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        return None  # an HTTP date: fall back to exponential backoff

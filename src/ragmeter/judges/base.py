@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import httpx
+
+from ragmeter.retry import retry_delay_s
 
 Message = dict[str, str]  # {"role": "system" | "user" | "assistant", "content": "..."}
 
@@ -88,14 +89,8 @@ def parse_json(text: str) -> Any | None:
 
 
 def backoff_s(attempt: int, retry_after: str | None, base_s: float) -> float:
-    """Seconds to wait before retry ``attempt`` (1-based): ``Retry-After`` when the server
-    sent one (capped), else exponential with jitter."""
-    if retry_after:
-        try:
-            return min(max(float(retry_after), 0.0), MAX_RETRY_AFTER_S)
-        except ValueError:
-            pass
-    return float(base_s * (2 ** (attempt - 1)) * (0.5 + random.random()))
+    """The wait before retry ``attempt`` of a judge call (``Retry-After`` capped at 60 s)."""
+    return retry_delay_s(attempt, retry_after, base_s, MAX_RETRY_AFTER_S)
 
 
 class RetryingPoster:

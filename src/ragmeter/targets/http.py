@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import random
 import re
 from typing import Any
 
@@ -19,6 +18,7 @@ from pydantic import ValidationError
 from ragmeter.config import TargetConfig
 from ragmeter.models import Case, Response
 from ragmeter.paths import MISSING, get_path
+from ragmeter.retry import retry_delay_s
 from ragmeter.targets.base import TargetError
 
 DEFAULT_TEMPLATE: dict[str, Any] = {"question": "{question}", "top_k": "{top_k}"}
@@ -133,15 +133,6 @@ class HttpTarget:
                 snapshot["models_info_error"] = f"GET {self.config.info_path}: {exc!r}"
         return snapshot
 
-    def _backoff(self, attempt: int, retry_after: str | None) -> float:
-        if retry_after:
-            try:
-                return min(float(retry_after), _MAX_RETRY_AFTER_S)
-            except ValueError:
-                pass
-        base = self.config.backoff_s * (2 ** (attempt - 1))
-        return float(base * (0.5 + random.random()))
-
     async def query(self, case: Case) -> Response:
         variables = {
             "question": case.question,
@@ -178,7 +169,9 @@ class HttpTarget:
                 retry_after = reply.headers.get("Retry-After")
             if attempts > self.config.max_retries:
                 raise error
-            await asyncio.sleep(self._backoff(attempts, retry_after))
+            await asyncio.sleep(
+                retry_delay_s(attempts, retry_after, self.config.backoff_s, _MAX_RETRY_AFTER_S)
+            )
 
     def _parse(self, reply: httpx.Response, attempts: int) -> Response:
         try:
