@@ -46,7 +46,7 @@ from ragmeter.metrics.grounding import (
     grounding_metrics,
 )
 from ragmeter.models import Case, CaseResult, Response, RetrievedChunk
-from ragmeter.targets.reference.text import STOP_WORDS, tokenize
+from ragmeter.text import STOP_WORDS, tokenize
 
 DATA = (
     Path(os.environ.get("RAGMETER_SHARED_DATASETS", Path(__file__).resolve().parents[2] / "shared"))

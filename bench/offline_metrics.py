@@ -31,8 +31,16 @@ from ragmeter.targets.reference.pipeline import ReferencePipeline
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 SQUAD = SHARED / "datasets" / "squad_v2_small" / "small.json"
-OFFLINE = ["retrieval", "lexical", "assertions", "context", "citation", "abstention", "grounding",
-           "performance"]
+OFFLINE = [
+    "retrieval",
+    "lexical",
+    "assertions",
+    "context",
+    "citation",
+    "abstention",
+    "grounding",
+    "performance",
+]
 
 
 def recorded_cases(count: int) -> tuple[list[Case], list[CaseResult]]:
@@ -55,16 +63,24 @@ def recorded_cases(count: int) -> tuple[list[Case], list[CaseResult]]:
 
 def clear_text_caches() -> None:
     """Cold caches for every timing: the text caches live for the process."""
+    from ragmeter import text
     from ragmeter.metrics import context, numbers, textmatch
-    from ragmeter.targets.reference import text
 
-    for cached in (textmatch.fold, textmatch.words, textmatch.content_tokens,
-                   textmatch.index_text, numbers._extract_numbers, context.ngrams, text.stem):
+    for cached in (
+        textmatch.fold,
+        textmatch.words,
+        textmatch.content_tokens,
+        textmatch.index_text,
+        numbers._extract_numbers,
+        context.ngrams,
+        text.stem,
+    ):
         cached.cache_clear()
 
 
-def time_families(families: list[str], cases: list[Case], results: list[CaseResult],
-                  repeat: int) -> tuple[float, int]:
+def time_families(
+    families: list[str], cases: list[Case], results: list[CaseResult], repeat: int
+) -> tuple[float, int]:
     times = []
     scored = 0
     for _ in range(repeat):
@@ -87,8 +103,10 @@ def main() -> None:
         sys.exit(f"skipped: {SQUAD} is absent")
     cases, results = recorded_cases(args.cases)
     seconds, count = time_families(OFFLINE, cases, results, args.repeat)
-    print(f"offline set without embeddings: {count} metrics, {args.cases} cases in {seconds:.2f} s"
-          f" -> {args.cases / seconds:.0f} cases/s (target >= 500)")
+    print(
+        f"offline set without embeddings: {count} metrics, {args.cases} cases in {seconds:.2f} s"
+        f" -> {args.cases / seconds:.0f} cases/s (target >= 500)"
+    )
     try:
         import onnxruntime  # noqa: F401
     except ImportError:
@@ -96,8 +114,10 @@ def main() -> None:
         return
     texts = 2 * args.cases  # one answer and one reference a case
     seconds, count = time_families([*OFFLINE, "semantic"], cases, results, 1)
-    print(f"offline set with embeddings: {count} metrics in {seconds:.2f} s -> "
-          f"{args.cases / seconds:.0f} cases/s; {texts / seconds:.0f} texts/s (target >= 150)")
+    print(
+        f"offline set with embeddings: {count} metrics in {seconds:.2f} s -> "
+        f"{args.cases / seconds:.0f} cases/s; {texts / seconds:.0f} texts/s (target >= 150)"
+    )
 
 
 if __name__ == "__main__":

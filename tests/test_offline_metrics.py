@@ -41,7 +41,13 @@ SEED_ANSWER = "The rate change for Territory 118 is 0.305%"
 
 def test_seed_000_keyword_example() -> None:
     assert keywords(SEED_REFERENCE) == [
-        "territory 118", "118", "0.305%", "territory", "rate", "change"]
+        "territory 118",
+        "118",
+        "0.305%",
+        "territory",
+        "rate",
+        "change",
+    ]
     status, value, details = run(
         "keyword_coverage", case(reference_answer=SEED_REFERENCE), Response(answer=SEED_ANSWER)
     )

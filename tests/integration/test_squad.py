@@ -25,9 +25,14 @@ def test_squad_v2_through_the_reference_pipeline(tmp_path: Path) -> None:
     cases = load_dataset(str(cases_file))
     assert sum(not c.answerable for c in cases) == 333
     outcome = evaluate(
-        EvalConfig(store=str(tmp_path / "r.db"), output_dir=str(tmp_path / "o"), progress=False,
-                   target=TargetConfig(kind="reference", corpus=str(corpus))),
-        cases=cases)
+        EvalConfig(
+            store=str(tmp_path / "r.db"),
+            output_dir=str(tmp_path / "o"),
+            progress=False,
+            target=TargetConfig(kind="reference", corpus=str(corpus)),
+        ),
+        cases=cases,
+    )
     card = outcome.record.scorecard
     assert card is not None
 
@@ -49,4 +54,5 @@ def test_squad_v2_through_the_reference_pipeline(tmp_path: Path) -> None:
     assert value("citation_validity_form") == 1.0
     assert value("fact_recall_in_context") > 0.9
     assert value("correct_answer_rate") + value("wrong_answer_rate") + value("dont_know_rate") == (
-        pytest.approx(1.0))
+        pytest.approx(1.0)
+    )

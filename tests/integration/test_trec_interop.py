@@ -85,7 +85,7 @@ def cranfield_queries() -> list[str]:
 def test_trec_command_matches_trec_eval_on_cranfield(tmp_path: Path) -> None:
     pytrec_eval = pytest.importorskip("pytrec_eval")
     from ragmeter.targets.reference.bm25 import BM25Index
-    from ragmeter.targets.reference.text import tokenize
+    from ragmeter.text import tokenize
 
     docs = cranfield_docs()
     doc_ids = list(docs)

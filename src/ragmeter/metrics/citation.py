@@ -17,7 +17,7 @@ from ragmeter.metrics.base import Metric, MetricOutput, MetricSettings, SkipScor
 from ragmeter.metrics.retrieval import all_passages, case_level, matches
 from ragmeter.metrics.textmatch import content_tokens, fold
 from ragmeter.models import Case, Citation, GoldPassage, Response, RetrievedChunk
-from ragmeter.targets.reference.text import split_sentences
+from ragmeter.text import split_sentences
 
 CONTENT_SHARE = 0.5
 ACKNOWLEDGE_PHRASES = (

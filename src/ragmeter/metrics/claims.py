@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from ragmeter.targets.reference.text import tokenize
+from ragmeter.text import tokenize
 
 ClaimType = Literal["assertion", "inference", "general"]
 CLAIM_TYPES: tuple[ClaimType, ...] = ("assertion", "inference", "general")

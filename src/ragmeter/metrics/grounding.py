@@ -68,7 +68,7 @@ from ragmeter.metrics.claims import (
 )
 from ragmeter.metrics.numbers import NumberMention, extract_numbers, value_key
 from ragmeter.models import Case, Response
-from ragmeter.targets.reference.text import stem, tokenize
+from ragmeter.text import stem, tokenize
 
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 _NEGATION = re.compile(

@@ -9,7 +9,7 @@ from collections import Counter
 from ragmeter.metrics.base import Metric, MetricOutput, MetricSettings, SkipScore
 from ragmeter.metrics.textmatch import index_text, numbers, phrase_present, words
 from ragmeter.models import Case, Response
-from ragmeter.targets.reference.text import STOP_WORDS
+from ragmeter.text import STOP_WORDS
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
 _PUNCTUATION = str.maketrans("", "", string.punctuation)

@@ -10,7 +10,7 @@ from functools import lru_cache
 
 from ragmeter.metrics.numbers import extract_numbers
 from ragmeter.models import GoldFact
-from ragmeter.targets.reference.text import STOP_WORDS, stem
+from ragmeter.text import STOP_WORDS, stem
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 

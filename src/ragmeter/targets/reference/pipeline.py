@@ -14,7 +14,7 @@ from typing import Any
 
 from ragmeter.targets.reference.bm25 import BM25Index
 from ragmeter.targets.reference.chunking import Chunk, chunk_corpus
-from ragmeter.targets.reference.text import split_sentences, tokenize
+from ragmeter.text import split_sentences, tokenize
 
 ABSTENTION_ANSWER = "I don't have enough information in the documents to answer that."
 

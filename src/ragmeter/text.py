@@ -1,4 +1,5 @@
-"""Tokenisation shared by the reference retriever and answerer."""
+"""Tokenisation shared by the reference pipeline and the metrics: word tokens, stop words,
+light stemming, sentence splitting."""
 
 from __future__ import annotations
 
