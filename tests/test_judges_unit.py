@@ -388,6 +388,12 @@ def test_judged_metrics_values_details_and_call_budget(serve: Any, tmp_path: Pat
     # the top max_contexts (10) of the 12 chunks are judged
     assert scores[("context_precision", "c0")].value == pytest.approx(2 / 10)
     assert scores[("context_precision", "c0")].details["k"] == 10
+    # the schema sent asks for exactly one verdict per judged context (a grammar enforces it)
+    precision_bodies = [
+        b for b in server.requests if "retrieved passages" in b["messages"][0]["content"]
+    ]
+    verdicts = precision_bodies[0]["response_format"]["json_schema"]["schema"]["properties"]
+    assert verdicts["verdicts"]["minItems"] == verdicts["verdicts"]["maxItems"] == 10
     assert scores[("context_precision_ranked", "c0")].value == pytest.approx((1 + 2 / 3) / 2)
     assert scores[("context_recall", "c0")].value == 0.5
     for score in scores.values():

@@ -103,10 +103,21 @@ class JudgeSession:
         case_id: str | None = None,
         max_tokens: int = 512,
         check: Callable[[T], None] | None = None,
+        items: tuple[str, int] | None = None,
     ) -> Verdict[T]:
+        """Ask ``prompt_name`` with ``values``; the reply must validate as ``output`` and pass
+        ``check``. ``items=(field, n)`` tells the judge's schema that list ``field`` holds
+        exactly ``n`` items (a grammar-constrained server then cannot return fewer)."""
         prompt = load_prompt(prompt_name)
         messages = render(prompt, values)
         schema = output.model_json_schema()
+        if items is not None:
+            field_name, count = items
+            schema["properties"][field_name] = {
+                **schema["properties"][field_name],
+                "minItems": count,
+                "maxItems": count,
+            }
         calls: list[int] = []
         reply = await self._call(prompt, messages, schema, max_tokens, case_id, "", calls)
         try:

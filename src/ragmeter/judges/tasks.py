@@ -62,6 +62,7 @@ async def faithfulness(session: JudgeSession, item: Item) -> Values:
         case_id=item.case_id,
         max_tokens=64 + 48 * len(texts),
         check=lambda v: s.indexed(v.verdicts, len(texts), "claim"),
+        items=("verdicts", len(texts)),
     )
     by_index = {v.index: v for v in verdicts.value.verdicts}
     rows = [
@@ -148,6 +149,7 @@ async def context_precision(session: JudgeSession, item: Item) -> Values:
         case_id=item.case_id,
         max_tokens=64 + 48 * n,
         check=lambda v: s.indexed(v.verdicts, n, "context"),
+        items=("verdicts", n),
     )
     ordered = sorted(verdict.value.verdicts, key=lambda v: v.index)
     relevant = [v.relevant for v in ordered]
