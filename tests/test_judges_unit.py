@@ -390,7 +390,9 @@ def test_judged_metrics_values_details_and_call_budget(serve: Any, tmp_path: Pat
     assert scores[("context_precision", "c0")].details["k"] == 10
     # the schema sent asks for exactly one verdict per judged context (a grammar enforces it)
     precision_bodies = [
-        b for b in server.requests if "retrieved passages" in b["messages"][0]["content"]
+        b
+        for b in server.requests
+        if "retrieved passages for a question" in b["messages"][0]["content"]
     ]
     verdicts = precision_bodies[0]["response_format"]["json_schema"]["schema"]["properties"]
     assert verdicts["verdicts"]["minItems"] == verdicts["verdicts"]["maxItems"] == 10
