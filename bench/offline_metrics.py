@@ -21,6 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from ragmeter.config import EvalConfig
 from ragmeter.datasets import load_dataset
 from ragmeter.datasets.squad import import_squad
 from ragmeter.metrics import MetricSettings, resolve_metrics
@@ -31,16 +32,8 @@ from ragmeter.targets.reference.pipeline import ReferencePipeline
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 SQUAD = SHARED / "datasets" / "squad_v2_small" / "small.json"
-OFFLINE = [
-    "retrieval",
-    "lexical",
-    "assertions",
-    "context",
-    "citation",
-    "abstention",
-    "grounding",
-    "performance",
-]
+# the default metric families without the embedding ones
+OFFLINE = [family for family in EvalConfig().metrics if family != "semantic"]
 
 
 def recorded_cases(count: int) -> tuple[list[Case], list[CaseResult]]:
