@@ -60,7 +60,7 @@ async def faithfulness(session: JudgeSession, item: Item) -> Values:
         {"contexts": item.contexts, "claims": texts},
         s.ClaimVerdicts,
         case_id=item.case_id,
-        max_tokens=64 + 48 * len(texts),
+        max_tokens=64 + 64 * len(texts),
         check=lambda v: s.indexed(v.verdicts, len(texts), "claim"),
         items=("verdicts", len(texts)),
     )
@@ -147,7 +147,7 @@ async def context_precision(session: JudgeSession, item: Item) -> Values:
         },
         s.ContextVerdicts,
         case_id=item.case_id,
-        max_tokens=64 + 48 * n,
+        max_tokens=64 + 64 * n,
         check=lambda v: s.indexed(v.verdicts, n, "context"),
         items=("verdicts", n),
     )
