@@ -12,7 +12,7 @@ from collections.abc import Callable
 from ragmeter.metrics.assertions import number_within
 from ragmeter.metrics.base import Metric, MetricOutput, MetricSettings, SkipScore
 from ragmeter.metrics.lexical import normalize_answer, token_f1
-from ragmeter.metrics.textmatch import fact_stated, index_text, numbers
+from ragmeter.metrics.textmatch import fact_stated, fold, index_text, numbers
 from ragmeter.models import Case, Response
 
 CORRECT_F1 = 0.5
@@ -38,19 +38,15 @@ DEFAULT_PHRASES = (
 )
 
 
-def _fold(text: str) -> str:
-    return " ".join(text.lower().replace("\u2019", "'").split())
-
-
 def detect_abstention(response: Response, phrases: tuple[str, ...] = ()) -> tuple[bool, str]:
     """(abstained, how it was decided)."""
     if response.abstained is not None:
         return response.abstained, "field"
-    answer = _fold(response.answer)
+    answer = fold(response.answer)
     if not answer:
         return True, "empty answer"
     for phrase in phrases or DEFAULT_PHRASES:
-        if re.search(rf"\b{re.escape(_fold(phrase))}", answer):
+        if re.search(rf"\b{re.escape(fold(phrase))}", answer):
             return True, f"phrase: {phrase}"
     return False, "no abstention phrase"
 

@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from ragmeter.metrics import textmatch
 from ragmeter.text import tokenize
 
 ClaimType = Literal["assertion", "inference", "general"]
@@ -152,8 +153,9 @@ class NonClaim:
     reason: NonClaimReason
 
 
-def _fold(text: str) -> str:
-    return " ".join(text.lower().replace("\u2019", "'").replace(" ' ", "'").split())
+def fold(text: str) -> str:
+    """``textmatch.fold`` with split apostrophes joined ("it ' s" -> "it's"), for cue words."""
+    return textmatch.fold(text).replace(" ' ", "'")
 
 
 def split_sentences(text: str) -> list[str]:
@@ -192,7 +194,7 @@ def strip_hedge(sentence: str) -> tuple[str, bool]:
     sure, but it aired in 1994" leaves "it aired in 1994"); a hedge inside a statement leaves
     the whole sentence.
     """
-    folded = _fold(sentence)
+    folded = fold(sentence)
     match = _REFUSAL.search(folded)
     if not match:
         return sentence, False
@@ -236,7 +238,7 @@ def extract_claims(text: str, max_claims: int = 200) -> tuple[list[Claim], list[
         if isinstance(item, Claim):
             if len(claims) < max_claims:
                 claims.append(item)
-            hedge = _REFUSAL.search(_fold(sentence))
+            hedge = _REFUSAL.search(fold(sentence))
             if hedge and item.text != sentence:  # a leading hedge was cut off: keep it apart
                 non_claims.append(NonClaim(hedge.group(0), "refusal"))
         else:

@@ -64,6 +64,7 @@ from ragmeter.metrics.claims import (
     ClaimType,
     NonClaim,
     extract_claims,
+    fold,
     split_sentences,
 )
 from ragmeter.metrics.numbers import NumberMention, extract_numbers, value_key
@@ -99,12 +100,7 @@ def terms(text: str) -> list[str]:
 
 
 def has_negation(text: str) -> bool:
-    return bool(_NEGATION.search(text.lower().replace("\u2019", "'")))
-
-
-def fold(text: str) -> str:
-    """``textmatch.fold`` with split apostrophes joined ("it ' s" -> "it's"), for the cues."""
-    return textmatch.fold(text).replace(" ' ", "'")
+    return bool(_NEGATION.search(fold(text)))
 
 
 # attitude, opinion and discourse words: they say what the speaker feels or how the turn is
@@ -299,8 +295,7 @@ _PERSONAL = re.compile(
 
 def is_personal(claim: str) -> bool:
     """A claim about the speaker or the user (first or second person), which no context backs."""
-    folded = claim.lower().replace("\u2019", "'").replace(" ' ", "'")
-    return bool(_PERSONAL.search(folded))
+    return bool(_PERSONAL.search(fold(claim)))
 
 
 @dataclass(frozen=True)
