@@ -32,7 +32,6 @@ import json
 import math
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -100,12 +99,6 @@ def build_cases(count: int) -> list[dict[str, Any]]:
 # ----------------------------------------------------------------------------- processes
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def ensure_model() -> Path:
     done = subprocess.run([sys.executable, str(SETUP)], capture_output=True, text=True)
     if done.returncode == 2:
@@ -140,6 +133,8 @@ def ensure_ragas_venv() -> Path:
 
 @contextlib.contextmanager
 def llama_server(gguf: Path, n_ctx: int, threads: int, log_path: Path) -> Iterator[str]:
+    from ragmeter.judges.local import free_port
+
     port = free_port()
     command = [
         sys.executable, "-m", "llama_cpp.server",
