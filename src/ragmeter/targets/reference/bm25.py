@@ -35,7 +35,9 @@ class BM25Index:
 
     def scores(self, query: list[str]) -> npt.NDArray[np.float64]:
         totals = np.zeros(self.size, dtype=np.float64)
-        for term in set(query):
+        # a fixed term order: a set's order follows the string hash seed, and float sums in
+        # that order differ in the last bit from one process to another
+        for term in sorted(set(query)):
             posting = self._postings.get(term)
             if posting is not None:
                 doc_ids, weights = posting

@@ -7,6 +7,7 @@ question. Its JSON answer is the documented ``POST /query`` contract (docs/targe
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,12 +61,18 @@ class ReferencePipeline:
         return self.index.idf.get(term, self.index.unseen_idf)
 
     def _coverage(self, query_terms: set[str], sentence: str) -> float:
-        """The share of the question's idf weight that a sentence contains."""
-        total = sum(self._weight(t) for t in query_terms)
+        """The share of the question's idf weight that a sentence contains.
+
+        ``math.fsum`` (exactly rounded) rather than ``sum``: a set's iteration order changes
+        with the process's string hash seed, and a plain float sum in that order made sentences
+        with the same query terms differ in the last bit, so which one came first in the answer
+        depended on the process (the HTTP server vs. the caller's own process).
+        """
+        total = math.fsum(self._weight(t) for t in query_terms)
         if total == 0:
             return 0.0
         present = query_terms.intersection(tokenize(sentence))
-        return sum(self._weight(t) for t in present) / total
+        return math.fsum(self._weight(t) for t in present) / total
 
     def answer(self, question: str, top_k: int | None = None) -> dict[str, Any]:
         started = time.perf_counter()
@@ -92,7 +99,7 @@ class ReferencePipeline:
             for sentence in split_sentences(self.chunks[i].text):
                 coverage = self._coverage(query_terms, sentence)
                 candidates.append((coverage - 0.01 * rank, rank, sentence, i))
-        candidates.sort(key=lambda c: (-c[0], c[1]))
+        candidates.sort(key=lambda c: (-c[0], c[1]))  # stable: ties keep the chunk's order
 
         best = candidates[0][0] if candidates else 0.0
         support = max(
