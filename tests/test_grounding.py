@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import time
+from typing import Literal
 
 import pytest
 from hypothesis import given, settings
@@ -52,8 +53,14 @@ def expected_score(
     return 1 / (1 + math.exp(-z))
 
 
-def run(answer: str, contexts: list[str] | None = None, retrieved: bool = True) -> dict[str, Score]:
-    metrics = grounding_metrics(MetricSettings())
+def run(
+    answer: str,
+    contexts: list[str] | None = None,
+    retrieved: bool = True,
+    model: Literal["auto", "lexical"] = "lexical",
+) -> dict[str, Score]:
+    """The four metrics on one case; the lexical model unless ``model="auto"``."""
+    metrics = grounding_metrics(MetricSettings(grounding_model=model))
     case = Case(case_id="c1", question="How much vacation do I get?")
     if retrieved:
         chunks = [RetrievedChunk(id=f"k{i}", text=t) for i, t in enumerate(contexts or [])]

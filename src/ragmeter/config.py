@@ -90,6 +90,7 @@ class EvalConfig(BaseModel):
     require_snippet: bool = False
     abstention_phrases: list[str] = Field(default_factory=list)
     embedder: str = "minilm"
+    grounding_model: Literal["auto", "lexical"] = "auto"
     judge: str | None = None
     max_judge_cost: float | None = Field(default=None, ge=0)
     spot_check: int = Field(default=0, ge=0)

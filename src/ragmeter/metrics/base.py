@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from ragmeter.metrics.ir import Gain
 from ragmeter.models import Case, CaseResult, Response, Score
@@ -96,6 +96,9 @@ class MetricSettings:
     require_snippet: bool = False
     abstention_phrases: tuple[str, ...] = ()
     embedder: str = "minilm"
+    # grounding_score: "auto" adds MiniLM word-piece alignment when the semantic extra loads,
+    # "lexical" never embeds (docs/grounding.md)
+    grounding_model: Literal["auto", "lexical"] = "auto"
 
 
 @dataclass(frozen=True)

@@ -25,9 +25,11 @@ coverage and term-bigram coverage of the claims' fact terms (stance words such a
 "think", "really" and fillers left out: ``STANCE_WORDS``), missing numbers, log(1 + novel fact
 terms), a first/second-person word anywhere in the answer, the recall of all the answer's
 words (stop words included) in the context, and a conversational opener ("yes", "well",
-"i agree"). Its weights (``DEFAULT_SCORE_WEIGHTS``) were fitted on a seeded half of two
-human-labelled sets and are reported on the other half (``bench/grounding_auc.py``,
-docs/grounding.md).
+"i agree"). With the ``semantic`` extra it adds the word-piece alignment of the claims to the
+context under MiniLM (``token_alignment``: BERTScore-style precision and its weakest piece) and
+uses ``ALIGNED_SCORE_WEIGHTS``; without it (or with ``grounding_model="lexical"``) it uses
+``DEFAULT_SCORE_WEIGHTS``. Both were fitted on a seeded half of two human-labelled sets and are
+reported on the other half (``bench/grounding_auc.py``, docs/grounding.md).
 
 Metrics (group ``grounding``, need the ``retrieved`` input):
 
@@ -35,9 +37,9 @@ Metrics (group ``grounding``, need the ``retrieved`` input):
 * ``unsupported_claim_count``: checked claims that are not supported (lower is better);
 * ``numeric_fabrication_count``: numbers of the answer (outside questions) whose value is not
   in the context (lower is better; 0 for an answer without numbers);
-* ``grounding_score``: sigmoid(``DEFAULT_SCORE_WEIGHTS`` . answer signals), in (0, 1); the
-  term-weighted mean claim support (the score before the logistic model) is kept in its
-  details as ``mean_support``.
+* ``grounding_score``: sigmoid(weights . answer signals), in (0, 1), its details naming the
+  ``score_model`` ("aligned" or "lexical"); the term-weighted mean claim support (the score
+  before the logistic model) is kept in its details as ``mean_support``.
 
 An answer with no claim (empty, refusal only, questions only) is skipped by the three claim
 metrics with reason "no checkable claims" (and by ``claim_support_rate`` /
@@ -51,11 +53,13 @@ import math
 import re
 import unicodedata
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any, Protocol
 
 import numpy as np
+import numpy.typing as npt
 
 from ragmeter.metrics import textmatch
 from ragmeter.metrics.base import Metric, MetricOutput, MetricSettings, SkipScore
@@ -328,9 +332,18 @@ class AnswerSignals:
     personal: bool  # a first- or second-person word anywhere in the answer
     word_recall: float  # share of all the answer's words (stop words too) in the context
     opener: bool  # the answer opens with "yes", "well", "me too", "i agree", ...
+    # MiniLM word-piece alignment of the answer to the context (``token_alignment``); None
+    # when no token vectors were available
+    token_precision: float | None = None  # mean over answer pieces of the best cosine
+    weakest_token: float | None = None  # the lowest of those best cosines
+
+    @property
+    def aligned(self) -> bool:
+        return self.token_precision is not None and self.weakest_token is not None
 
     def features(self) -> dict[str, float]:
-        """The values the score weighs (``novel_terms`` as log(1 + count))."""
+        """The values the score weighs (``novel_terms`` as log(1 + count); the alignment
+        signals as 0 when absent, where the lexical weights give them no weight)."""
         return {
             "coverage": self.fact_coverage,
             "bigram": self.fact_bigram_coverage,
@@ -339,11 +352,19 @@ class AnswerSignals:
             "personal": float(self.personal),
             "word_recall": self.word_recall,
             "opener": float(self.opener),
+            "token_precision": self.token_precision or 0.0,
+            "weakest_token": self.weakest_token or 0.0,
         }
 
 
-def answer_signals(answer: str, claims: list[ClaimSignals], context: Context) -> AnswerSignals:
-    """Aggregate the claims' fact-term evidence and read the answer's conversational cues."""
+def answer_signals(
+    answer: str,
+    claims: list[ClaimSignals],
+    context: Context,
+    alignment: tuple[float, float] | None = None,
+) -> AnswerSignals:
+    """Aggregate the claims' fact-term evidence, read the answer's conversational cues and add
+    the word-piece ``alignment`` (precision, weakest) when there is one."""
     fact_terms = sum(c.fact_terms for c in claims)
     coverage = sum(c.fact_found for c in claims) / fact_terms if fact_terms else 1.0
     pairs = sum(c.fact_bigrams for c in claims)
@@ -361,7 +382,36 @@ def answer_signals(answer: str, claims: list[ClaimSignals], context: Context) ->
         personal=bool(_PERSON_WORD.search(folded)),
         word_recall=recall,
         opener=bool(_OPENER.search(folded)),
+        token_precision=None if alignment is None else alignment[0],
+        weakest_token=None if alignment is None else alignment[1],
     )
+
+
+def token_alignment(
+    answer_tokens: npt.NDArray[np.float32], context_tokens: list[npt.NDArray[np.float32]]
+) -> tuple[float, float] | None:
+    """BERTScore-style precision of the answer against the context: each answer word piece's
+    best cosine with any context word piece (rows are L2-normalised), then their mean and their
+    minimum. None for an answer without word pieces; (0, 0) for a context without any."""
+    if answer_tokens.shape[0] == 0:
+        return None
+    matrices = [m for m in context_tokens if m.shape[0]]
+    if not matrices:
+        return 0.0, 0.0
+    best = np.clip((answer_tokens @ np.vstack(matrices).T).max(axis=1), -1.0, 1.0)
+    return float(best.mean()), float(best.min())
+
+
+def aligned_sentences(answer: str, context: Context, limit: int) -> list[str]:
+    """The context sentences whose word pieces the answer is aligned to: all of them up to
+    ``limit``, else the ``limit`` sharing the most terms with the answer (context order)."""
+    if len(context.sentences) <= limit:
+        return context.sentences
+    hits: Counter[int] = Counter()
+    for term in set(terms(answer)) & context.terms:
+        hits.update(context.index[term])
+    ranked = sorted(range(len(context.sentences)), key=lambda i: (-hits[i], i))[:limit]
+    return [context.sentences[i] for i in sorted(ranked)]
 
 
 @dataclass(frozen=True)
@@ -377,6 +427,8 @@ class ScoreWeights:
     personal: float
     word_recall: float
     opener: float
+    token_precision: float = 0.0
+    weakest_token: float = 0.0
 
     def score(self, signals: AnswerSignals) -> float:
         z = self.intercept + sum(
@@ -399,6 +451,23 @@ DEFAULT_SCORE_WEIGHTS = ScoreWeights(
     word_recall=1.753,
     opener=-0.542,
 )
+# the same fit with the two word-piece alignment signals (MiniLM, ``TOKEN_MODEL``): the model
+# ``grounding_score`` uses when the token vectors are available (the ``semantic`` extra)
+ALIGNED_SCORE_WEIGHTS = ScoreWeights(
+    intercept=-3.413,
+    coverage=2.59,
+    bigram=0.828,
+    missing_numbers=-1.427,
+    novel_terms=-0.04,
+    personal=-0.489,
+    word_recall=1.024,
+    opener=-0.265,
+    token_precision=0.194,
+    weakest_token=1.461,
+)
+# the word-piece vectors the aligned weights were fitted on; another model needs its own fit
+TOKEN_MODEL = "minilm"
+MAX_ALIGNED_SENTENCES = 32  # context sentences aligned per answer (the most related ones)
 THRESHOLDS: dict[str, float] = {"assertion": 0.7, "inference": 0.5}
 MAX_CLAIMS = 200
 MAX_CONTEXT_CHARS = 2_000_000
@@ -406,6 +475,13 @@ MAX_CONTEXT_CHARS = 2_000_000
 
 class SentenceEmbedder(Protocol):
     def embed(self, texts: list[str]) -> Any: ...
+
+
+class TokenEmbedder(Protocol):
+    def token_embeddings(self, texts: list[str]) -> list[npt.NDArray[np.float32]]: ...
+
+
+_ALIGNMENT_FEATURES = ("token_precision", "weakest_token")
 
 
 @dataclass
@@ -456,6 +532,7 @@ class Assessment:
     non_claim_weight: float = 0.0
     signals: AnswerSignals | None = None  # None without claims
     score_weights: ScoreWeights = DEFAULT_SCORE_WEIGHTS
+    aligned_score_weights: ScoreWeights = ALIGNED_SCORE_WEIGHTS
 
     @property
     def checked(self) -> list[ClaimVerdict]:
@@ -466,11 +543,25 @@ class Assessment:
         return [c for c in self.claims if c.supported is False]
 
     @property
-    def score(self) -> float | None:
-        """``grounding_score``: the answer's signals through ``score_weights`` (a logistic
-        model, in (0, 1)). None without claims."""
+    def signals_aligned(self) -> bool:
+        return self.signals is not None and self.signals.aligned
+
+    @property
+    def score_model(self) -> str | None:
+        """Which weights ``score`` uses: "aligned" (lexical and word-piece signals) when the
+        answer has its alignment signals, else "lexical". None without claims."""
         if self.signals is None:
             return None
+        return "aligned" if self.signals.aligned else "lexical"
+
+    @property
+    def score(self) -> float | None:
+        """``grounding_score``: the answer's signals through the weights of its
+        ``score_model`` (a logistic model, in (0, 1)). None without claims."""
+        if self.signals is None:
+            return None
+        if self.signals.aligned:
+            return self.aligned_score_weights.score(self.signals)
         return self.score_weights.score(self.signals)
 
     @property
@@ -486,10 +577,14 @@ class Assessment:
 
     def details(self) -> dict[str, Any]:
         mean_support = self.mean_support
+        features = None if self.signals is None else self.signals.features()
+        if features is not None and not self.signals_aligned:
+            features = {k: v for k, v in features.items() if k not in _ALIGNMENT_FEATURES}
         return {
+            "score_model": self.score_model,
             "answer_signals": None
-            if self.signals is None
-            else {k: round(v, 4) for k, v in self.signals.features().items()},
+            if features is None
+            else {k: round(v, 4) for k, v in features.items()},
             "mean_support": None if mean_support is None else round(mean_support, 4),
             "claims": [c.as_dict(self.context) for c in self.claims],
             "unsupported_claims": [c.text for c in self.unsupported],
@@ -532,8 +627,12 @@ def assess(
     weights: GroundingWeights = DEFAULT_WEIGHTS,
     embedder: SentenceEmbedder | None = None,
     score_weights: ScoreWeights = DEFAULT_SCORE_WEIGHTS,
+    aligner: Aligner | None = None,
+    aligned_score_weights: ScoreWeights = ALIGNED_SCORE_WEIGHTS,
 ) -> Assessment:
-    """Split, classify and score every claim of ``answer`` against the ``contexts`` texts."""
+    """Split, classify and score every claim of ``answer`` against the ``contexts`` texts;
+    with an ``aligner`` (``token_aligner``: MiniLM word pieces) the score also uses the claims'
+    alignment to the context."""
     notes: list[str] = []
     context = build_context(contexts, MAX_CONTEXT_CHARS)
     if context.truncated:
@@ -567,7 +666,15 @@ def assess(
         )
     numbers = [n for c in claims for n in extract_numbers(c.text)]
     fabricated = [n for n in numbers if value_key(n.value) not in context.numbers]
-    overall = answer_signals(answer, [v.signals for v in verdicts], context) if verdicts else None
+    overall = None
+    if verdicts:
+        alignment = None
+        if aligner is not None:
+            try:
+                alignment = aligner([c.text for c in claims], context)
+            except Exception as exc:  # fail soft: the lexical model, and say why
+                notes.append(f"word-piece alignment not used: {type(exc).__name__}: {exc}")
+        overall = answer_signals(answer, [v.signals for v in verdicts], context, alignment)
     return Assessment(
         verdicts,
         non_claims,
@@ -578,7 +685,32 @@ def assess(
         weights.non_claim,
         overall,
         score_weights,
+        aligned_score_weights,
     )
+
+
+_CITATION_MARK = re.compile(r"\s*\[[^\[\]\n]{1,200}\]")
+
+
+def alignment_texts(claims: list[str], context: Context) -> list[str]:
+    """What ``align_claims`` embeds: the claims as one text (citation marks such as
+    "[doc#section]" out), then the context sentences it is aligned to."""
+    answer = _CITATION_MARK.sub("", " ".join(claims)).strip()
+    return [answer, *aligned_sentences(answer, context, MAX_ALIGNED_SENTENCES)]
+
+
+Alignment = tuple[float, float] | None  # (token precision, weakest token)
+Aligner = Callable[[list[str], Context], Alignment]
+
+
+def token_aligner(embedder: TokenEmbedder) -> Aligner:
+    """Aligns claims to a context with ``embedder``'s word-piece vectors."""
+
+    def align(claims: list[str], context: Context) -> Alignment:
+        vectors = embedder.token_embeddings(alignment_texts(claims, context))
+        return token_alignment(vectors[0], vectors[1:])
+
+    return align
 
 
 def _skip_abstention(response: Response) -> None:
@@ -590,21 +722,30 @@ NO_CHECKED_CLAIMS = "no checked claims (none, or only general claims, which are 
 
 
 class GroundingState:
-    """Per-run state of the family: the embedder (built lazily, failing soft) and a cache."""
+    """Per-run state of the family: the embedders (built lazily, failing soft), the word-piece
+    alignments computed in batches by ``prepare``, and a cache of assessments."""
 
     def __init__(
         self,
         embedder_spec: str | None,
         weights: GroundingWeights = DEFAULT_WEIGHTS,
         score_weights: ScoreWeights = DEFAULT_SCORE_WEIGHTS,
+        aligned_score_weights: ScoreWeights = ALIGNED_SCORE_WEIGHTS,
+        align: bool = True,
     ):
         self.embedder_spec = embedder_spec
         self.weights = weights
         self.score_weights = score_weights
+        self.aligned_score_weights = aligned_score_weights
+        self.align = align
         self._embedder: SentenceEmbedder | None = None
         self.embedder_note: str | None = None
         self._cache: dict[tuple[str, tuple[str, ...]], Assessment] = {}
         self._tried = False
+        self._token_embedder: TokenEmbedder | None = None
+        self.token_note: str | None = None if align else "word-piece alignment off: lexical model"
+        self._token_tried = False
+        self._alignments: dict[tuple[str, ...], Alignment] = {}
 
     def embedder(self) -> SentenceEmbedder | None:
         if self.weights.embedding <= 0 or not self.embedder_spec:
@@ -623,8 +764,40 @@ class GroundingState:
                 )
         return self._embedder
 
+    def token_embedder(self) -> TokenEmbedder | None:
+        """MiniLM's word-piece vectors for ``grounding_score``, or None (lexical model) with
+        the reason in ``token_note``."""
+        if self.align and not self._token_tried:
+            self._token_tried = True
+            try:
+                from ragmeter.embedders import build_embedder
+
+                self._token_embedder = build_embedder(TOKEN_MODEL)
+            except Exception as exc:
+                self.token_note = (
+                    f"word-piece alignment unavailable ({type(exc).__name__}: {exc}): "
+                    "grounding_score uses its lexical model"
+                )
+        return self._token_embedder
+
+    def aligner(self) -> Aligner | None:
+        embedder = self.token_embedder()
+        if embedder is None:
+            return None
+        compute = token_aligner(embedder)
+
+        def align(claims: list[str], context: Context) -> Alignment:
+            key = tuple(alignment_texts(claims, context))
+            if key not in self._alignments:
+                self._alignments[key] = compute(claims, context)
+            return self._alignments[key]
+
+        return align
+
     def prepare(self, pairs: list[tuple[Case, Response]]) -> None:
-        """Embed every claim and context sentence of the run in one batch (when embedding)."""
+        """Embed in batches what the run needs: claims and context sentences (when the claim
+        support uses an embedder), and the word-piece texts of every answer's alignment."""
+        self._prepare_alignments(pairs)
         embedder = self.embedder()
         if embedder is None:
             return
@@ -637,13 +810,53 @@ class GroundingState:
         except Exception as exc:  # scored lexically later if the embedder keeps failing
             self.embedder_note = f"batch embedding failed ({type(exc).__name__}: {exc})"
 
+    def _prepare_alignments(self, pairs: list[tuple[Case, Response]], batch: int = 512) -> None:
+        """Alignments of every answer with claims, ``batch`` distinct texts per embedding call;
+        only the two numbers per answer are kept, not the vectors."""
+        embedder = self.token_embedder()
+        if embedder is None:
+            return
+        pending: list[tuple[str, ...]] = []
+        for _, response in pairs:
+            if response.abstained:
+                continue
+            claims = [c.text for c in extract_claims(response.answer, MAX_CLAIMS)[0]]
+            if claims:
+                context = build_context([r.text for r in response.retrieved], MAX_CONTEXT_CHARS)
+                pending.append(tuple(alignment_texts(claims, context)))
+        pending = [key for key in dict.fromkeys(pending) if key not in self._alignments]
+        start = 0
+        while start < len(pending):
+            group: list[tuple[str, ...]] = []
+            texts: dict[str, None] = {}
+            while start < len(pending) and (not group or len(texts) < batch):
+                group.append(pending[start])
+                texts.update(dict.fromkeys(pending[start]))
+                start += 1
+            try:
+                vectors = dict(zip(texts, embedder.token_embeddings(list(texts)), strict=True))
+            except Exception as exc:  # each answer tries again alone when it is scored
+                self.token_note = f"batch word-piece embedding failed ({type(exc).__name__}: {exc})"
+                return
+            for key in group:
+                self._alignments[key] = token_alignment(
+                    vectors[key[0]], [vectors[t] for t in key[1:]]
+                )
+
     def assess(self, response: Response) -> Assessment:
         key = (response.answer, tuple(chunk.text for chunk in response.retrieved))
         found = self._cache.get(key)
         if found is None:
-            found = assess(key[0], list(key[1]), self.weights, self.embedder(), self.score_weights)
-            if self.embedder_note:
-                found.notes.append(self.embedder_note)
+            found = assess(
+                key[0],
+                list(key[1]),
+                self.weights,
+                self.embedder(),
+                self.score_weights,
+                self.aligner(),
+                self.aligned_score_weights,
+            )
+            found.notes.extend(n for n in (self.embedder_note, self.token_note) if n)
             if len(self._cache) > 1024:
                 self._cache.clear()
             self._cache[key] = found
@@ -654,8 +867,15 @@ def grounding_metrics(
     settings: MetricSettings,
     weights: GroundingWeights = DEFAULT_WEIGHTS,
     score_weights: ScoreWeights = DEFAULT_SCORE_WEIGHTS,
+    aligned_score_weights: ScoreWeights = ALIGNED_SCORE_WEIGHTS,
 ) -> list[Metric]:
-    state = GroundingState(settings.embedder, weights, score_weights)
+    state = GroundingState(
+        settings.embedder,
+        weights,
+        score_weights,
+        aligned_score_weights,
+        align=settings.grounding_model == "auto",
+    )
 
     def support_rate(_: Case, response: Response) -> MetricOutput:
         _skip_abstention(response)

@@ -99,6 +99,7 @@ def metric_settings(config: EvalConfig) -> MetricSettings:
         require_snippet=config.require_snippet,
         abstention_phrases=tuple(config.abstention_phrases),
         embedder=config.embedder,
+        grounding_model=config.grounding_model,
     )
 
 
