@@ -361,7 +361,7 @@ def answer_signals(
     answer: str,
     claims: list[ClaimSignals],
     context: Context,
-    alignment: tuple[float, float] | None = None,
+    alignment: Alignment = None,
 ) -> AnswerSignals:
     """Aggregate the claims' fact-term evidence, read the answer's conversational cues and add
     the word-piece ``alignment`` (precision, weakest) when there is one."""
@@ -387,9 +387,13 @@ def answer_signals(
     )
 
 
+Alignment = tuple[float, float] | None  # (token precision, weakest token)
+Aligner = Callable[[list[str], Context], Alignment]
+
+
 def token_alignment(
     answer_tokens: npt.NDArray[np.float32], context_tokens: list[npt.NDArray[np.float32]]
-) -> tuple[float, float] | None:
+) -> Alignment:
     """BERTScore-style precision of the answer against the context: each answer word piece's
     best cosine with any context word piece (rows are L2-normalised), then their mean and their
     minimum. None for an answer without word pieces; (0, 0) for a context without any."""
@@ -693,14 +697,10 @@ _CITATION_MARK = re.compile(r"\s*\[[^\[\]\n]{1,200}\]")
 
 
 def alignment_texts(claims: list[str], context: Context) -> list[str]:
-    """What ``align_claims`` embeds: the claims as one text (citation marks such as
+    """What ``token_aligner`` embeds: the claims as one text (citation marks such as
     "[doc#section]" out), then the context sentences it is aligned to."""
     answer = _CITATION_MARK.sub("", " ".join(claims)).strip()
     return [answer, *aligned_sentences(answer, context, MAX_ALIGNED_SENTENCES)]
-
-
-Alignment = tuple[float, float] | None  # (token precision, weakest token)
-Aligner = Callable[[list[str], Context], Alignment]
 
 
 def token_aligner(embedder: TokenEmbedder) -> Aligner:
@@ -781,15 +781,17 @@ class GroundingState:
         return self._token_embedder
 
     def aligner(self) -> Aligner | None:
+        """Alignments from ``prepare``'s batches, else computed (and kept) one answer at a
+        time."""
         embedder = self.token_embedder()
         if embedder is None:
             return None
-        compute = token_aligner(embedder)
 
         def align(claims: list[str], context: Context) -> Alignment:
             key = tuple(alignment_texts(claims, context))
             if key not in self._alignments:
-                self._alignments[key] = compute(claims, context)
+                vectors = embedder.token_embeddings(list(key))
+                self._alignments[key] = token_alignment(vectors[0], vectors[1:])
             return self._alignments[key]
 
         return align
