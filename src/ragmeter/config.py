@@ -46,6 +46,8 @@ class TargetConfig(BaseModel):
     health_path: str | None = "/health"
     info_path: str | None = "/models/info"
     timeout_s: float = Field(default=30.0, gt=0)
+    # a reply larger than this is a failed case (invalid_response), not a stored answer
+    max_response_bytes: int = Field(default=10_000_000, ge=1)
     max_retries: int = Field(default=2, ge=0)
     backoff_s: float = Field(default=0.2, ge=0)
     options: dict[str, Any] = Field(default_factory=dict)
@@ -93,6 +95,11 @@ class EvalConfig(BaseModel):
     grounding_model: Literal["auto", "lexical"] = "auto"
     judge: str | None = None
     max_judge_cost: float | None = Field(default=None, ge=0)
+    # one judge request waits at most judge_timeout_s and is retried judge_max_retries times
+    judge_timeout_s: float = Field(default=60.0, gt=0)
+    judge_max_retries: int = Field(default=1, ge=0)
+    # environment variable holding the judge's API key (an http:// judge has no default one)
+    judge_api_key_env: str | None = None
     spot_check: int = Field(default=0, ge=0)
     second_judge: str | None = None
     concurrency: int = Field(default=8, ge=1)

@@ -40,7 +40,7 @@ def normalize_heading_path(value: str | list[str] | None) -> str | None:
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, allow_inf_nan=False)
 
 
 class GoldPassage(_Model):
@@ -129,6 +129,13 @@ class Case(_Model):
     def _id_as_text(cls, value: Any) -> Any:
         return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
+    @field_validator("case_id", "question")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be blank (only white space)")
+        return value
+
     @model_validator(mode="after")
     def _multi_hop_from_groups(self) -> Case:
         if self.required_support_groups:
@@ -136,8 +143,14 @@ class Case(_Model):
         return self
 
 
+_RESPONSE_CONFIG = ConfigDict(extra="ignore", populate_by_name=True, allow_inf_nan=False)
+# the fields whose presence in a response is itself information: a target that does not report
+# retrieved chunks or citations gets those metrics skipped, not scored 0
+REPORTABLE_FIELDS = ("retrieved", "citations", "abstained", "confidence", "scope", "usage")
+
+
 class RetrievedChunk(BaseModel):
-    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+    model_config = _RESPONSE_CONFIG
 
     id: str | None = Field(default=None, validation_alias=AliasChoices("id", "chunk_id"))
     doc_id: str | None = None
@@ -154,7 +167,9 @@ class RetrievedChunk(BaseModel):
 
 
 class Citation(BaseModel):
-    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+    """A cited source; a bare string is read as the cited chunk's id."""
+
+    model_config = _RESPONSE_CONFIG
 
     chunk_id: str | None = Field(default=None, validation_alias=AliasChoices("chunk_id", "id"))
     doc_id: str | None = None
@@ -166,21 +181,33 @@ class Citation(BaseModel):
         lambda cls, v: normalize_heading_path(v)
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_id(cls, value: Any) -> Any:
+        return {"chunk_id": value} if isinstance(value, str) else value
+
 
 class Usage(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", allow_inf_nan=False)
 
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    total_tokens: int | None = None
-    cost_usd: float | None = None
+    prompt_tokens: int | None = Field(default=None, ge=0)
+    completion_tokens: int | None = Field(default=None, ge=0)
+    total_tokens: int | None = Field(default=None, ge=0)
+    cost_usd: float | None = Field(default=None, ge=0)
     model: str | None = None
 
 
 class Response(BaseModel):
-    """What the system under test returned for one case."""
+    """What the system under test returned for one case.
 
-    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+    Every number must be finite, latencies and costs non-negative: a target that sends NaN,
+    Infinity or a negative latency gets the case failed as ``invalid_response``. ``reported``
+    lists which optional fields the target actually sent; it is stored with the response, so a
+    metric that needs retrieved chunks is skipped for an answer-only target after a store round
+    trip too.
+    """
+
+    model_config = _RESPONSE_CONFIG
 
     answer: str = ""
     retrieved: list[RetrievedChunk] = Field(
@@ -197,14 +224,29 @@ class Response(BaseModel):
     latency_ms: dict[str, float] = Field(default_factory=dict)
     scope: list[str] | None = None
     raw: Any = None
+    reported: list[str] | None = None
     attempts: int = Field(default=1, exclude=True)
 
+    @field_validator("latency_ms")
+    @classmethod
+    def _latencies_not_negative(cls, value: dict[str, float]) -> dict[str, float]:
+        negative = [stage for stage, ms in value.items() if ms < 0]
+        if negative:
+            raise ValueError(f"latency must not be negative (stage {', '.join(negative)})")
+        return value
+
     @model_validator(mode="after")
-    def _fill_ranks(self) -> Response:
+    def _fill_ranks_and_reported(self) -> Response:
         for position, chunk in enumerate(self.retrieved, start=1):
             if chunk.rank is None:
                 chunk.rank = position
+        if self.reported is None:
+            self.reported = [f for f in REPORTABLE_FIELDS if f in self.model_fields_set]
         return self
+
+    def has(self, field: str) -> bool:
+        """True when the target sent ``field`` (kept across the run store)."""
+        return field in (self.reported or ())
 
 
 class CaseResult(BaseModel):

@@ -43,7 +43,7 @@ def _has_gold(case: Case, _: Response | None) -> bool:
 
 
 def _reports_retrieval(_: Case, response: Response | None) -> bool:
-    return response is not None and "retrieved" in response.model_fields_set
+    return response is not None and response.has("retrieved")
 
 
 def _reports_cost(_: Case, response: Response | None) -> bool:
@@ -61,7 +61,7 @@ def _reports_scope(_: Case, response: Response | None) -> bool:
 
 
 def _reports_citations(_: Case, response: Response | None) -> bool:
-    return response is not None and "citations" in response.model_fields_set
+    return response is not None and response.has("citations")
 
 
 def _is_answerable(case: Case, _: Response | None) -> bool:
