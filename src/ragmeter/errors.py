@@ -1,0 +1,32 @@
+"""The user-facing error tree: each error carries a plain message and the exit code the CLI
+uses for it (docs/runs.md lists them)."""
+
+from __future__ import annotations
+
+EXIT_BAD_INPUT = 2
+EXIT_TARGET_DOWN = 3
+EXIT_GATE = 4
+EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143
+
+
+class RagmeterError(Exception):
+    """A mistake or condition the user can act on; ``str(error)`` says what and where."""
+
+    exit_code = EXIT_BAD_INPUT
+
+
+class InputError(RagmeterError, ValueError):
+    """Bad input found before anything was asked: a file, a name, an option, a store."""
+
+
+class StoreError(InputError):
+    """The run store cannot be opened or used (not a database, a folder, locked run)."""
+
+
+class RunLockedError(StoreError):
+    """Another live process is driving the run."""
+
+
+class JudgeConfigError(InputError):
+    """The judge spec, its key or its server is not usable (found before the first question)."""
