@@ -7,22 +7,15 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-REDACTED = "***REDACTED***"
-_SECRET_KEY = re.compile(
-    r"(api[_-]?key|secret|(^|[_-])(access_|auth_|bearer_)?token$|password|passwd|authorization"
-    r"|^auth$|cookie|credential)",
-    re.I,
-)
-_ENV_REFERENCE = re.compile(r"\$\{\w+\}")
-_SECRET_VALUE = re.compile(r"^(sk-[A-Za-z0-9_\-]{8,}|Bearer\s+\S+|Basic\s+\S+)")
+from ragmeter.redaction import REDACTED, redact
 
+__all__ = ["REDACTED", "ConfigError", "EvalConfig", "TargetConfig", "load_config", "redact"]
 
 class ConfigError(ValueError):
     pass
@@ -179,25 +172,6 @@ def load_config(
             f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
         )
         raise ConfigError(f"{source}: invalid config: {problems}") from exc
-
-
-def _only_env_references(value: str) -> bool:
-    """True for values like ``${API_KEY}`` or ``Bearer ${TOKEN}``: names, not secrets."""
-    rest = _ENV_REFERENCE.sub("", value)
-    return rest != value and rest.strip().lower() in ("", "bearer", "basic", "token")
-
-
-def redact(value: Any, key: str = "") -> Any:
-    """A copy of ``value`` with secrets (by key name or by value shape) replaced."""
-    if isinstance(value, dict):
-        return {k: redact(v, str(k)) for k, v in value.items()}
-    if isinstance(value, list):
-        return [redact(v, key) for v in value]
-    if not isinstance(value, str) or _only_env_references(value):
-        return value
-    if (key and _SECRET_KEY.search(key)) or _SECRET_VALUE.match(value):
-        return REDACTED
-    return value
 
 
 def config_snapshot(config: EvalConfig) -> dict[str, Any]:
