@@ -244,6 +244,14 @@ class Response(BaseModel):
             self.reported = [f for f in REPORTABLE_FIELDS if f in self.model_fields_set]
         return self
 
+    @classmethod
+    def from_target(cls, data: Any) -> Response:
+        """Validate a reply from a system under test: what it reported is decided here, from
+        the fields it sent, never taken from a ``reported`` key it sent itself."""
+        if isinstance(data, dict) and "reported" in data:
+            data = {key: value for key, value in data.items() if key != "reported"}
+        return cls.model_validate(data)
+
     def has(self, field: str) -> bool:
         """True when the target sent ``field`` (kept across the run store)."""
         return field in (self.reported or ())
@@ -338,6 +346,7 @@ class TargetResult(BaseModel):
     value: float | None
     status: TargetStatus
     perspective: str | None = None
+    optional: bool = False
 
 
 class RunRecord(BaseModel):

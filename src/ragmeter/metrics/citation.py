@@ -96,7 +96,8 @@ def _precision(settings: MetricSettings) -> Callable[[Case, Response], MetricOut
         gold = _gold(case, settings)
         _need_citations(response)
         level = case_level(gold)
-        hits = [any(matches(p, c, level) for p in gold) for c in response.citations]
+        cited = [_anchored(c, response) for c in response.citations]
+        hits = [any(matches(p, c, level) for p in gold) for c in cited]
         return sum(hits) / len(hits), {"level": level}
 
     return compute
@@ -106,21 +107,27 @@ def _recall(settings: MetricSettings) -> Callable[[Case, Response], MetricOutput
     def compute(case: Case, response: Response) -> MetricOutput:
         gold = _gold(case, settings)
         level = case_level(gold)
-        cited = [any(matches(p, c, level) for c in response.citations) for p in gold]
+        citations = [_anchored(c, response) for c in response.citations]
+        cited = [any(matches(p, c, level) for c in citations) for p in gold]
         return sum(cited) / len(cited), {"level": level}
 
     return compute
 
 
 def _anchored(citation: Citation, response: Response) -> Citation:
-    if citation.rel_path is not None:
-        return citation
+    """The citation with the document and section of the retrieved chunk it names filled in
+    where it carries only a chunk id (a bare ``"handbook#1"`` cites document ``handbook``)."""
     chunk = _cited_chunk(citation, response)
     if chunk is None:
         return citation
-    return citation.model_copy(
-        update={"rel_path": chunk.rel_path, "heading_path": chunk.heading_path}
-    )
+    update = {
+        name: getattr(chunk, name)
+        for name in ("doc_id", "rel_path", "heading_path")
+        if getattr(citation, name) is None and getattr(chunk, name) is not None
+    }
+    if citation.rel_path is not None:
+        update.pop("heading_path", None)
+    return citation.model_copy(update=update) if update else citation
 
 
 def _section(settings: MetricSettings) -> Callable[[Case, Response], MetricOutput]:

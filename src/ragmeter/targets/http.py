@@ -2,30 +2,43 @@
 
 ``GET /health`` is checked before the run and ``GET /models/info`` is snapshot into the run's
 config. Connection errors, 5xx and 429 are retried with exponential backoff (``Retry-After``
-honoured); timeouts and other 4xx are not.
+honoured); timeouts, redirects (3xx) and other 4xx are not. Replies are read as a stream and
+given up at ``max_response_bytes``; every message quotes at most 200 characters of what the
+server sent, and never the credentials of the URL.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import json
 import os
 import re
-from typing import Any
+from typing import Any, NoReturn
 
 import httpx
 from pydantic import ValidationError
 
 from ragmeter.config import TargetConfig
+from ragmeter.errors import InputError
 from ragmeter.models import Case, Response
 from ragmeter.paths import MISSING, get_path
+from ragmeter.redaction import redact_text, redact_url, remember_secret
 from ragmeter.retry import retry_delay_s
 from ragmeter.targets.base import TargetError
+from ragmeter.targets.python import clip, describe_validation_error
 
 DEFAULT_TEMPLATE: dict[str, Any] = {"question": "{question}", "top_k": "{top_k}"}
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 _ENV_REFERENCE = re.compile(r"\$\{(\w+)\}")
 _LIST_FIELDS = ("retrieved", "citations")
 _MAX_RETRY_AFTER_S = 30.0
+# an error reply is read only this far: its message quotes 200 characters of it
+_ERROR_BODY_BYTES = 4096
+_NO_HEALTH_HINT = (
+    "if the server has no health endpoint, pass --no-health-check "
+    "(or health_path: null in the target config)"
+)
 
 
 def render_template(template: Any, variables: dict[str, Any]) -> Any:
@@ -70,7 +83,7 @@ def apply_mapping(body: Any, mapping: dict[str, str]) -> dict[str, Any]:
         if value is MISSING:
             if field in top:
                 raise TargetError(
-                    "invalid_response", f"response has no field at '{path}' (for {field})"
+                    "invalid_response", f"response has no field at {clip(path)!r} (for {field})"
                 )
             continue
         result[field] = value
@@ -96,41 +109,143 @@ def _expand_env(value: str) -> str:
     return _ENV_REFERENCE.sub(lambda m: os.environ.get(m.group(1), ""), value)
 
 
+def _reject_constant(name: str) -> NoReturn:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _body_text(content: bytes) -> str:
+    """The first 200 characters of a reply body, secrets masked (a server may echo them)."""
+    return clip(redact_text(content[:_ERROR_BODY_BYTES].decode("utf-8", errors="replace")))
+
+
+class _TooLarge(Exception):
+    """A reply over ``max_response_bytes`` (declared or read)."""
+
+
+async def _read_limited(reply: httpx.Response, limit: int) -> bytes:
+    """The decoded body of a streamed ``reply``, or _TooLarge as soon as it passes ``limit``
+    (a declared ``Content-Length`` over the limit fails before a byte is read)."""
+    declared = reply.headers.get("Content-Length", "").strip()
+    if declared.isdigit() and int(declared) > limit:
+        raise _TooLarge(
+            f"reply larger than {limit} bytes (max_response_bytes): Content-Length {declared}"
+        )
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in reply.aiter_bytes():
+        size += len(chunk)
+        if size > limit:
+            raise _TooLarge(f"reply larger than {limit} bytes (max_response_bytes)")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _redirect_message(reply: httpx.Response) -> str:
+    location = reply.headers.get("Location")
+    target = ""
+    if location:
+        try:
+            target = f" to {clip(redact_url(str(reply.url.join(location))))}"
+        except httpx.InvalidURL:
+            target = f" to {clip(redact_url(location))}"
+    return (
+        f"HTTP {reply.status_code}{target}: the target redirected; point --target at the final URL"
+    )
+
+
 class HttpTarget:
     name = "http"
 
     def __init__(self, config: TargetConfig, concurrency: int = 8, **_: Any) -> None:
         if not config.url:
-            raise ValueError("the http target needs a url (e.g. http://127.0.0.1:8000)")
+            raise InputError("the http target needs a url (e.g. http://127.0.0.1:8000)")
+        url = config.url.rstrip("/")
+        self.display_url = redact_url(url)
+        try:
+            parsed = httpx.URL(url)
+        except httpx.InvalidURL as exc:
+            raise InputError(f"cannot read target url {self.display_url!r}: {exc}") from None
+        if parsed.scheme not in ("http", "https") or not parsed.host:
+            raise InputError(
+                f"cannot read target url {self.display_url!r}: use http://HOST[:PORT] or "
+                "https://HOST[:PORT]"
+            )
+        # credentials in the URL are sent as basic auth (by httpx) and masked wherever they
+        # would be printed or stored, also as the basic-auth token a server might echo
+        if parsed.password:
+            remember_secret(parsed.password)
+            token = f"{parsed.username}:{parsed.password}".encode()
+            remember_secret(base64.b64encode(token).decode("ascii"))
         self.config = config
         self.template = config.request_template or DEFAULT_TEMPLATE
         self.client = httpx.AsyncClient(
-            base_url=config.url.rstrip("/"),
+            base_url=url,
             timeout=httpx.Timeout(config.timeout_s),
             limits=httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency),
             headers={key: _expand_env(value) for key, value in config.headers.items()},
+            follow_redirects=False,
         )
 
-    async def _get_json(self, path: str) -> Any:
-        response = await self.client.get(path)
-        response.raise_for_status()
-        return response.json()
+    def _describe_transport_error(self, exc: httpx.HTTPError) -> str:
+        detail = redact_text(str(exc)).replace(self.config.url or "", self.display_url)
+        return clip(f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__)
+
+    async def _get(self, path: str, *, read: bool = True) -> tuple[httpx.Response, bytes]:
+        """``GET path``: the reply and, when ``read`` and it is 2xx, its body (read up to
+        max_response_bytes)."""
+        async with asyncio.timeout(self.config.timeout_s):
+            async with self.client.stream("GET", path) as reply:
+                if not (read and reply.is_success):
+                    return reply, b""
+                return reply, await _read_limited(reply, self.config.max_response_bytes)
+
+    async def _check_health(self, path: str) -> None:
+        where = f"GET {self.display_url}{path}"
+        try:
+            reply, _ = await self._get(path, read=False)  # any 2xx will do, JSON or not
+        except TimeoutError:
+            raise TargetError(
+                "preflight_failed", f"{where} failed: no answer within {self.config.timeout_s}s"
+            ) from None
+        except httpx.HTTPError as exc:
+            raise TargetError(
+                "preflight_failed",
+                f"{where} failed: {self._describe_transport_error(exc)}; is the server running "
+                f"at {self.display_url}?",
+            ) from None
+        if 300 <= reply.status_code < 400:
+            raise TargetError("preflight_failed", f"{where} failed ({_redirect_message(reply)})")
+        if not reply.is_success:
+            raise TargetError(
+                "preflight_failed", f"{where} failed ({reply.status_code}); {_NO_HEALTH_HINT}"
+            )
+
+    async def _models_info(self, path: str) -> tuple[str, Any]:
+        """``("models_info", json)``, or ``("models_info_error", message)``."""
+        where = f"GET {path}"
+        try:
+            reply, content = await self._get(path)
+        except TimeoutError:
+            return "models_info_error", f"{where}: no answer within {self.config.timeout_s}s"
+        except httpx.HTTPError as exc:
+            return "models_info_error", f"{where}: {self._describe_transport_error(exc)}"
+        except _TooLarge as exc:
+            return "models_info_error", f"{where}: {exc}"
+        if not reply.is_success:
+            return "models_info_error", f"{where}: HTTP {reply.status_code}"
+        try:
+            # strict: NaN / Infinity would make the stored run config invalid JSON
+            return "models_info", json.loads(content, parse_constant=_reject_constant)
+        except (ValueError, RecursionError):
+            return "models_info_error", f"{where}: not JSON: {_body_text(content)!r}"
 
     async def preflight(self) -> dict[str, Any]:
         if self.config.health_path:
-            try:
-                await self._get_json(self.config.health_path)
-            except (httpx.HTTPError, ValueError) as exc:
-                raise TargetError(
-                    "preflight_failed",
-                    f"GET {self.config.url}{self.config.health_path} failed: {exc!r}",
-                ) from exc
-        snapshot: dict[str, Any] = {"url": self.config.url}
+            await self._check_health(self.config.health_path)
+        snapshot: dict[str, Any] = {"url": self.display_url}
         if self.config.info_path:
-            try:
-                snapshot["models_info"] = await self._get_json(self.config.info_path)
-            except (httpx.HTTPError, ValueError) as exc:
-                snapshot["models_info_error"] = f"GET {self.config.info_path}: {exc!r}"
+            key, value = await self._models_info(self.config.info_path)
+            snapshot[key] = value
         return snapshot
 
     async def query(self, case: Case) -> Response:
@@ -146,52 +261,82 @@ class HttpTarget:
         attempts = 0
         while True:
             attempts += 1
-            retry_after: str | None = None
-            try:
-                reply = await self.client.post(self.config.query_path, json=body)
-            except httpx.TimeoutException as exc:
-                raise TargetError(
-                    "timeout",
-                    f"no answer within {self.config.timeout_s}s ({type(exc).__name__})",
-                    attempts,
-                ) from exc
-            except httpx.TransportError as exc:
-                error = TargetError("connection_error", f"{type(exc).__name__}: {exc}", attempts)
-            else:
-                if reply.status_code < 400:
-                    return self._parse(reply, attempts)
-                kind = (
-                    "http_429" if reply.status_code == 429 else f"http_{reply.status_code // 100}xx"
-                )
-                error = TargetError(kind, f"HTTP {reply.status_code}: {reply.text[:200]}", attempts)
-                if reply.status_code < 500 and reply.status_code != 429:
-                    raise error
-                retry_after = reply.headers.get("Retry-After")
+            outcome, retry_after = await self._attempt(body, attempts)
+            if isinstance(outcome, Response):
+                return outcome
             if attempts > self.config.max_retries:
-                raise error
+                raise outcome
             await asyncio.sleep(
                 retry_delay_s(attempts, retry_after, self.config.backoff_s, _MAX_RETRY_AFTER_S)
             )
 
-    def _parse(self, reply: httpx.Response, attempts: int) -> Response:
+    async def _attempt(self, body: Any, attempts: int) -> tuple[Response | TargetError, str | None]:
+        """One POST: the Response, or a retryable error and the server's Retry-After; an
+        error that must not be retried is raised."""
         try:
-            body = reply.json()
-        except ValueError as exc:
+            async with asyncio.timeout(self.config.timeout_s):
+                async with self.client.stream("POST", self.config.query_path, json=body) as reply:
+                    status = reply.status_code
+                    if 200 <= status < 300:
+                        content = await _read_limited(reply, self.config.max_response_bytes)
+                        return self._parse(content, attempts), None
+                    if 300 <= status < 400:
+                        raise TargetError("http_3xx", _redirect_message(reply), attempts)
+                    text = await self._error_text(reply)
+                    retry_after = reply.headers.get("Retry-After")
+        except (TimeoutError, httpx.TimeoutException) as exc:
             raise TargetError(
-                "invalid_json", f"response is not JSON: {reply.text[:120]!r}", attempts
+                "timeout",
+                f"no answer within {self.config.timeout_s}s ({type(exc).__name__})",
+                attempts,
+            ) from None
+        except _TooLarge as exc:
+            raise TargetError("invalid_response", str(exc), attempts) from None
+        except httpx.DecodingError as exc:
+            raise TargetError(
+                "invalid_response",
+                f"reply body cannot be decoded: {self._describe_transport_error(exc)}",
+                attempts,
+            ) from None
+        except httpx.TransportError as exc:
+            return (
+                TargetError("connection_error", self._describe_transport_error(exc), attempts),
+                None,
+            )
+        kind = "http_429" if status == 429 else f"http_{status // 100}xx"
+        error = TargetError(kind, f"HTTP {status}: {text}", attempts)
+        if status < 500 and status != 429:
+            raise error
+        return error, retry_after
+
+    @staticmethod
+    async def _error_text(reply: httpx.Response) -> str:
+        """The first 200 characters of an error reply (read no further than needed)."""
+        content = b""
+        async for chunk in reply.aiter_bytes():
+            content += chunk
+            if len(content) >= _ERROR_BODY_BYTES:
+                break
+        return _body_text(content)
+
+    def _parse(self, content: bytes, attempts: int) -> Response:
+        try:
+            body = json.loads(content)
+        except (ValueError, RecursionError) as exc:
+            raise TargetError(
+                "invalid_json", f"response is not JSON: {_body_text(content)!r}", attempts
             ) from exc
         try:
             fields = apply_mapping(body, self.config.response_mapping)
-            response = Response.model_validate(fields)
+            response = Response.from_target(fields)
         except TargetError as exc:
             exc.attempts = attempts
             raise
         except ValidationError as exc:
-            detail = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:3]
-            )
             raise TargetError(
-                "invalid_response", f"response does not fit the contract: {detail}", attempts
+                "invalid_response",
+                f"response does not fit the contract: {describe_validation_error(exc)}",
+                attempts,
             ) from exc
         response.raw = body
         response.attempts = attempts

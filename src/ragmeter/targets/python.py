@@ -2,6 +2,11 @@
 
 The function receives the question (or the whole Case when its first parameter is named
 ``case``) and returns a Response, a dict in the response contract, or just the answer text.
+
+Loading follows ``python path/to/file.py`` and ``python -m module``: a file's folder is put on
+``sys.path`` first (so its sibling imports work), and for ``module:function`` the current
+directory is importable even under the ``ragmeter`` console script. Anything that stops the
+function from loading is an :class:`~ragmeter.errors.InputError` that says what to do.
 """
 
 from __future__ import annotations
@@ -10,53 +15,232 @@ import asyncio
 import importlib
 import importlib.util
 import inspect
+import os
+import sys
+import traceback
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from pydantic import ValidationError
 
 from ragmeter.config import TargetConfig
+from ragmeter.errors import InputError
 from ragmeter.models import Case, Response
 from ragmeter.targets.base import TargetError
 
+# the models a target's reply is validated into: a ValidationError about one of them, raised
+# inside the user's function (it built ``Response(...)`` itself), is a bad reply, not a crash
+_CONTRACT_MODELS = frozenset({"Response", "RetrievedChunk", "Citation", "Usage"})
+_MAX_LISTED = 8
+# target-supplied text (a body, a message, a field name) is cut to this many characters
+MAX_QUOTED = 200
+_MAX_ERRORS = 3
+
+
+def clip(text: str, limit: int = MAX_QUOTED) -> str:
+    """``text`` on one line, at most ``limit`` characters (an ellipsis marks a cut)."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "\u2026"
+
+
+def describe_validation_error(exc: ValidationError) -> str:
+    """``latency_ms.total: Input should be a finite number; ...``: the first few errors, each
+    with its field path, clipped (the paths and messages can hold the target's own text)."""
+    errors = exc.errors(include_url=False, include_input=False)
+    parts = [
+        f"{'.'.join(clip(str(p), 60) for p in error['loc']) or '(top level)'}: {error['msg']}"
+        for error in errors[:_MAX_ERRORS]
+    ]
+    if len(errors) > _MAX_ERRORS:
+        parts.append(f"and {len(errors) - _MAX_ERRORS} more")
+    return clip("; ".join(parts))
+
+
+def _where(exc: BaseException, path: Path | None = None) -> str:
+    """`` (file.py:12)``: where ``exc`` was raised, preferring a frame in the user's file."""
+    if isinstance(exc, SyntaxError) and exc.filename:
+        return f" ({Path(exc.filename).name}:{exc.lineno})"
+    stack = list(traceback.extract_tb(exc.__traceback__))
+    frames = [f for f in stack if not f.filename.startswith("<frozen")] or stack
+    if path is not None:
+        frames = [f for f in frames if Path(f.filename).resolve() == path] or frames
+    if not frames:
+        return ""
+    return f" ({Path(frames[-1].filename).name}:{frames[-1].lineno})"
+
+
+def _describe(exc: BaseException) -> str:
+    return clip(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
+
+
+def _missing_is_target(exc: ModuleNotFoundError, module_name: str) -> bool:
+    """True when the module the user named (or a package above it) is what was not found,
+    as opposed to something that module imports."""
+    parts = module_name.split(".")
+    candidates = {".".join(parts[: i + 1]) for i in range(len(parts))}
+    return exc.name in candidates
+
+
+def _put_first_on_path(folder: str) -> None:
+    resolved = os.path.realpath(folder)
+    on_path = {os.path.realpath(entry or os.curdir) for entry in sys.path}
+    if resolved not in on_path:
+        sys.path.insert(0, resolved)
+        importlib.invalidate_caches()
+
+
+def _load_file(path_text: str, attribute: str) -> ModuleType:
+    path = Path(path_text).expanduser()
+    if not path.is_file():
+        where = "a folder" if path.is_dir() else "not found"
+        raise InputError(
+            f"cannot load {path_text}:{attribute}: {path_text} is {where}; pass the path of "
+            "a .py file (relative to the current directory or absolute)"
+        )
+    path = path.resolve()
+    _put_first_on_path(str(path.parent))
+    name = path.stem
+    existing = sys.modules.get(name)
+    if existing is not None:
+        existing_file = getattr(existing, "__file__", None)
+        if existing_file and Path(existing_file).resolve() == path:
+            return existing  # imported already (e.g. by a sibling module)
+        # the name is taken by another module (``json.py``, ``test.py``): keep that one intact
+        name = f"_ragmeter_target_{name}"
+    module_spec = importlib.util.spec_from_file_location(name, path)
+    if module_spec is None or module_spec.loader is None:
+        raise InputError(f"cannot load {path_text}: not a Python source file")
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[name] = module
+    try:
+        module_spec.loader.exec_module(module)
+    except (Exception, SystemExit) as exc:
+        sys.modules.pop(name, None)
+        raise InputError(
+            f"importing {path_text} failed: {_describe(exc)}{_where(exc, path)}"
+            f"{_dependency_hint(exc)}"
+        ) from None
+    return module
+
+
+def _dependency_hint(exc: BaseException) -> str:
+    if isinstance(exc, ModuleNotFoundError) and exc.name:
+        return f"; is {exc.name.split('.')[0]!r} installed in the environment ragmeter runs in?"
+    if isinstance(exc, SystemExit):
+        return (
+            "; the module exits when imported: put its script part under "
+            '`if __name__ == "__main__":`'
+        )
+    return ""
+
+
+def _load_module(module_name: str, attribute: str) -> ModuleType:
+    _put_first_on_path(os.getcwd())
+    try:
+        return importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if _missing_is_target(exc, module_name):
+            leaf = module_name.replace(".", "/")
+            raise InputError(
+                f"cannot import {module_name!r} ({_describe(exc)}): run ragmeter from the folder "
+                f"that holds {leaf}.py, pass path/to/{leaf}.py:{attribute}, or add its folder "
+                "to PYTHONPATH"
+            ) from None
+        raise InputError(
+            f"importing {module_name!r} failed: {_describe(exc)}{_where(exc)}"
+            f"{_dependency_hint(exc)}"
+        ) from None
+    except (Exception, SystemExit) as exc:
+        raise InputError(
+            f"importing {module_name!r} failed: {_describe(exc)}{_where(exc)}"
+            f"{_dependency_hint(exc)}"
+        ) from None
+
 
 def load_callable(spec: str) -> Callable[..., Any]:
+    """The function named by ``module:function`` or ``path/to/file.py:function``.
+
+    Raises InputError (a ValueError) with a message that says what to do when the module
+    cannot be imported, raises while importing, or has no such callable.
+    """
     module_part, _, attribute = spec.rpartition(":")
     if not module_part or not attribute:
-        raise ValueError(f"cannot read callable {spec!r}: use 'module:function'")
-    if module_part.endswith(".py"):
-        path = Path(module_part)
-        module_spec = importlib.util.spec_from_file_location(path.stem, path)
-        if module_spec is None or module_spec.loader is None:
-            raise ValueError(f"cannot import {path}")
-        module = importlib.util.module_from_spec(module_spec)
-        module_spec.loader.exec_module(module)
+        raise InputError(
+            f"cannot read callable {spec!r}: use 'module:function' or 'path/to/file.py:function'"
+        )
+    if module_part.endswith(".py") or os.sep in module_part or "/" in module_part:
+        module = _load_file(module_part, attribute)
     else:
-        module = importlib.import_module(module_part)
-    function: Callable[..., Any] | None = getattr(module, attribute, None)
-    if not callable(function):
-        raise ValueError(f"{spec!r}: {attribute!r} is not a callable in {module_part!r}")
+        module = _load_module(module_part, attribute)
+    target: Any = module
+    for part in attribute.split("."):  # ``module:Class.method`` works too
+        if not hasattr(target, part):
+            available = sorted(
+                name
+                for name, value in vars(module).items()
+                if callable(value)
+                and not name.startswith("_")
+                and getattr(value, "__module__", None) == module.__name__
+            )
+            listing = ", ".join(available[:_MAX_LISTED]) + (
+                ", ..." if len(available) > _MAX_LISTED else ""
+            )
+            raise InputError(
+                f"{module_part} has no {attribute!r}; "
+                + (f"functions it defines: {listing}" if listing else "it defines no functions")
+            )
+        target = getattr(target, part)
+    if not callable(target):
+        raise InputError(
+            f"{module_part}:{attribute} is a {type(target).__name__}, not a function; "
+            "point --target at a function that takes the question"
+        )
+    function: Callable[..., Any] = target
     return function
+
+
+def _from_dict(result: dict[Any, Any], what: str) -> Response:
+    try:
+        response = Response.from_target(result)
+    except ValidationError as exc:
+        raise TargetError(
+            "invalid_response",
+            f"{what} does not fit the contract: {describe_validation_error(exc)}",
+        ) from exc
+    response.raw = result
+    return response
 
 
 def to_response(result: Any) -> Response:
     if isinstance(result, Response):
-        return result
+        # re-checked: a Response built with model_construct or changed after it was built
+        # (``r.latency_ms["total"] = float("nan")``) is not validated yet
+        try:
+            checked = Response.model_validate(result.model_dump())
+        except ValidationError as exc:
+            raise TargetError(
+                "invalid_response",
+                f"returned Response does not fit the contract: {describe_validation_error(exc)}",
+            ) from exc
+        checked.attempts = result.attempts
+        return checked
     if isinstance(result, str):
         return Response(answer=result)
     if isinstance(result, dict):
-        try:
-            response = Response.model_validate(result)
-        except ValidationError as exc:
-            raise TargetError(
-                "invalid_response", f"returned dict does not fit the contract: {exc}"
-            ) from exc
-        response.raw = result
-        return response
+        return _from_dict(result, "returned dict")
     raise TargetError(
         "invalid_response", f"returned {type(result).__name__}; expected Response, dict or str"
     )
+
+
+def _first_parameter(function: Callable[..., Any]) -> str | None:
+    try:
+        parameters = list(inspect.signature(function).parameters)
+    except (TypeError, ValueError):  # a builtin or an object without a signature
+        return None
+    return parameters[0] if parameters else None
 
 
 class PythonTarget:
@@ -67,15 +251,16 @@ class PythonTarget:
     ) -> None:
         if function is None:
             if not config.callable:
-                raise ValueError("the python target needs a callable ('module:function')")
+                raise InputError("the python target needs a callable ('module:function')")
             function = load_callable(config.callable)
         self.function = function
-        parameters = list(inspect.signature(function).parameters)
-        self.pass_case = bool(parameters) and parameters[0] == "case"
-        self.is_async = inspect.iscoroutinefunction(function)
+        self.pass_case = _first_parameter(function) == "case"
+        self.is_async = inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
+            getattr(function, "__call__", None)  # noqa: B004 - an object with async __call__
+        )
 
     async def preflight(self) -> dict[str, Any]:
-        name = getattr(self.function, "__qualname__", repr(self.function))
+        name = getattr(self.function, "__qualname__", type(self.function).__qualname__)
         return {"callable": f"{getattr(self.function, '__module__', '?')}:{name}"}
 
     async def query(self, case: Case) -> Response:
@@ -85,11 +270,25 @@ class PythonTarget:
                 result = await self.function(argument)
             else:
                 result = await asyncio.to_thread(self.function, argument)
+            if inspect.isawaitable(result):  # a sync wrapper that returned a coroutine
+                result = await result
         except TargetError:
             raise
-        except Exception as exc:
-            raise TargetError(f"exception:{type(exc).__name__}", str(exc)) from exc
+        except ValidationError as exc:
+            if exc.title in _CONTRACT_MODELS:  # the function built Response(...) itself
+                raise TargetError(
+                    "invalid_response",
+                    f"the {exc.title} it built does not fit the contract: "
+                    f"{describe_validation_error(exc)}",
+                ) from exc
+            raise TargetError("exception:ValidationError", _describe_message(exc)) from exc
+        except (Exception, SystemExit) as exc:
+            raise TargetError(f"exception:{type(exc).__name__}", _describe_message(exc)) from exc
         return to_response(result)
 
     async def aclose(self) -> None:
         return None
+
+
+def _describe_message(exc: BaseException) -> str:
+    return clip(str(exc)) or type(exc).__name__
