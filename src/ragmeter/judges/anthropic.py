@@ -5,6 +5,8 @@ Structured output goes through a forced tool call: the prompt's JSON schema is t
 System messages move to the top-level ``system`` field. ``stop_reason`` ``max_tokens`` is
 reported as the finish reason ``length`` (truncated) and ``refusal`` as a refusal. The key is
 read from ``ANTHROPIC_API_KEY`` at call time and only sent in the ``x-api-key`` header.
+Credentials in ``ANTHROPIC_BASE_URL`` (a proxy's ``user:pass@``) are taken out of the URL and
+sent as HTTP ``Basic`` authorization.
 """
 
 from __future__ import annotations
@@ -15,7 +17,17 @@ from typing import Any
 
 import httpx
 
-from ragmeter.judges.base import JudgeError, JudgeReply, Message, RetryingPoster, parse_json
+from ragmeter.judges.base import (
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_TIMEOUT_S,
+    JudgeError,
+    JudgeReply,
+    Message,
+    RetryingPoster,
+    parse_json,
+    split_credentials,
+)
+from ragmeter.redaction import remember_secret
 
 API_VERSION = "2023-06-01"
 TOOL_NAME = "record_verdict"
@@ -29,11 +41,12 @@ class AnthropicJudge(RetryingPoster):
         *,
         base_url: str = "https://api.anthropic.com",
         api_key_env: str = "ANTHROPIC_API_KEY",
-        timeout_s: float = 120.0,
-        max_retries: int = 3,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        max_retries: int = DEFAULT_MAX_RETRIES,
         backoff_base_s: float = 1.0,
     ) -> None:
-        self.base_url = base_url.rstrip("/")
+        clean_url, self._basic_auth = split_credentials(base_url)
+        self.base_url = clean_url.rstrip("/")
         self.model_name = model
         self.api_key_env = api_key_env
         self.timeout_s = timeout_s
@@ -56,11 +69,15 @@ class AnthropicJudge(RetryingPoster):
             raise JudgeError(
                 "config", f"environment variable {self.api_key_env} is not set (the API key)"
             )
-        return {
+        remember_secret(key)
+        headers = {
             "x-api-key": key,
             "anthropic-version": API_VERSION,
             "content-type": "application/json",
         }
+        if self._basic_auth:
+            headers["Authorization"] = self._basic_auth
+        return headers
 
     def _body(
         self, messages: list[Message], schema: dict[str, Any] | None, max_tokens: int

@@ -3,25 +3,37 @@
 A judge is an LLM behind some API. Every provider answers ``complete(messages, schema,
 max_tokens)`` with a :class:`JudgeReply` (text, parsed JSON when the text is JSON, token usage,
 latency, finish reason, the provider's raw body) or raises :class:`JudgeError` naming what went
-wrong. Providers never put an API key in a reply, an error or a log line.
+wrong. Providers never put an API key in a reply, an error or a log line: every error message
+goes through :func:`ragmeter.redaction.redact_text`, and credentials written into a judge URL
+(``http://user:pass@host/v1``) are taken out of it by :func:`split_credentials` before the URL is
+used anywhere else.
+
+Each request has a wall-clock deadline of ``timeout_s`` (connect, send, wait and read together,
+so a server that trickles bytes cannot hold a call forever) and is tried ``1 + max_retries``
+times.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 import httpx
 
+from ragmeter.redaction import REDACTED, redact_text, remember_secret
 from ragmeter.retry import retry_delay_s
 
 Message = dict[str, str]  # {"role": "system" | "user" | "assistant", "content": "..."}
 
 MAX_RETRY_AFTER_S = 60.0
+DEFAULT_TIMEOUT_S = 60.0  # one request's wall-clock deadline
+DEFAULT_MAX_RETRIES = 1  # retries after the first try: 2 tries in all
 
 
 @dataclass
@@ -42,13 +54,34 @@ class JudgeReply:
 
 class JudgeError(Exception):
     """A judge call that produced no reply: ``kind`` is timeout, rate_limited, http_4xx,
-    http_5xx, connection_error, invalid_response, config or server."""
+    http_5xx, connection_error, invalid_response, config or server. The message is redacted;
+    ``raw`` keeps the server's reply body as it came (None when there was none)."""
 
-    def __init__(self, kind: str, message: str, attempts: int = 1) -> None:
-        super().__init__(f"{kind}: {message}")
+    def __init__(self, kind: str, message: str, attempts: int = 1, raw: str | None = None) -> None:
         self.kind = kind
-        self.message = message
+        self.message = redact_text(message)
         self.attempts = attempts
+        self.raw = raw
+        super().__init__(f"{kind}: {self.message}")
+
+
+def split_credentials(url: str) -> tuple[str, str | None]:
+    """``url`` without the ``user:password@`` part, and the ``Basic`` Authorization value those
+    credentials make (None when the URL has none). The password, the user:password pair and
+    the header value are remembered as secrets (masked wherever they appear later). A
+    ``***REDACTED***@`` left by redaction is dropped: it is no credential."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url, None
+    userinfo, _, host = parts.netloc.rpartition("@")
+    if userinfo == REDACTED:  # a spec read back from a run's redacted config snapshot
+        return urlunsplit(parts._replace(netloc=host)), None
+    user, _, password = userinfo.partition(":")
+    user, password = unquote(user), unquote(password)
+    token = base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
+    for secret in (password, userinfo, f"{user}:{password}", token):
+        remember_secret(secret)
+    return urlunsplit(parts._replace(netloc=host)), f"Basic {token}"
 
 
 class Judge(Protocol):
@@ -95,9 +128,10 @@ def backoff_s(attempt: int, retry_after: str | None, base_s: float) -> float:
 
 class RetryingPoster:
     """The POST-with-retries loop shared by the HTTP judge clients: connection errors, timeouts,
-    5xx and rate limits are retried with backoff (``Retry-After`` honoured); other 4xx fail at
-    once. ``restart`` may ask for an immediate re-send that does not count as a retry (e.g.
-    after switching the structured-output format the server rejected)."""
+    5xx and rate limits are retried with backoff (``Retry-After`` honoured) up to
+    ``max_retries`` times; other 4xx fail at once. Each try has a wall-clock deadline of
+    ``timeout_s``. ``restart`` may ask for an immediate re-send that does not count as a retry
+    (e.g. after switching the structured-output format the server rejected)."""
 
     timeout_s: float
     max_retries: int
@@ -121,14 +155,21 @@ class RetryingPoster:
             started = time.perf_counter()
             try:
                 self.requests += 1
-                reply = await client.post(url, json=body(), headers=headers)
-            except httpx.TimeoutException as exc:
+                async with asyncio.timeout(self.timeout_s):
+                    reply = await client.post(url, json=body(), headers=headers)
+            except (TimeoutError, httpx.TimeoutException) as exc:
+                tries = "try" if attempts == 1 else "tries"
                 error = JudgeError(
-                    "timeout", f"no answer from {url} within {self.timeout_s}s", attempts
+                    "timeout",
+                    f"no answer from {url} within the judge timeout of {self.timeout_s:g}s"
+                    f" ({attempts} {tries})",
+                    attempts,
                 )
                 error.__cause__ = exc
-            except httpx.TransportError as exc:
-                error = JudgeError("connection_error", f"{url}: {type(exc).__name__}", attempts)
+            except httpx.HTTPError as exc:
+                error = JudgeError(
+                    "connection_error", f"{url}: {type(exc).__name__} {exc}".strip(), attempts
+                )
                 error.__cause__ = exc
             else:
                 if reply.status_code < 400:
@@ -139,7 +180,9 @@ class RetryingPoster:
                 status = reply.status_code
                 limited = status in rate_limit_statuses
                 kind = "rate_limited" if limited else f"http_{status // 100}xx"
-                error = JudgeError(kind, f"HTTP {status} from {url}: {reply.text[:300]}", attempts)
+                error = JudgeError(
+                    kind, f"HTTP {status} from {url}: {reply.text[:300]}", attempts, reply.text
+                )
                 if status < 500 and not limited:
                     raise error
                 retry_after = reply.headers.get("Retry-After")

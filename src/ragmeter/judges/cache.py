@@ -4,6 +4,9 @@ Every judge call is recorded: input messages, output text, model, prompt name an
 parameters, tokens, cost, latency and status. A completed call is also the cache entry for its
 key, a sha256 of (model, prompt version, messages, params, schema, max tokens): a repeated call
 is answered from the table with no request (and recorded again with ``cached = 1``).
+
+The model id, the parameters and the error of a row are redacted before they are written (a
+judge URL's credentials or a remembered key never reach the table).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ragmeter.judges.base import Message
+from ragmeter.redaction import redact, redact_text
 from ragmeter.store.sqlite import RunStore
 
 
@@ -102,10 +106,10 @@ class JudgeStore:
                 call.run_id,
                 call.case_id,
                 call.purpose,
-                call.model,
+                redact_text(call.model),
                 call.prompt_name,
                 call.prompt_version,
-                json.dumps(call.params, sort_keys=True),
+                json.dumps(redact(call.params), sort_keys=True),
                 json.dumps(call.messages, ensure_ascii=False),
                 call.output_text,
                 call.finish_reason,
@@ -115,7 +119,7 @@ class JudgeStore:
                 call.latency_ms,
                 int(call.cached),
                 call.status,
-                call.error,
+                redact_text(call.error) if call.error is not None else None,
             ),
         )
         return int(cursor.lastrowid or 0)

@@ -5,6 +5,12 @@
 llama.cpp's ``json_object``+``schema`` structured output) and stops the server in ``aclose``.
 The judge's identity is pinned to the file's sha256, so a changed model file changes the cache
 key and the records.
+
+Time limits: start-up (loading the model until ``/v1/models`` answers) may take up to
+``START_TIMEOUT_S`` (180 s, or ``timeout_s`` when that is longer) once; after that every request
+has the same ``timeout_s`` deadline and ``max_retries`` as any other judge. Requests are sent
+one at a time (llama.cpp's server computes one completion at a time anyway), so the deadline
+measures the judge's work on that request, not its wait behind the others.
 """
 
 from __future__ import annotations
@@ -23,11 +29,17 @@ from typing import IO, Any
 
 import httpx
 
-from ragmeter.judges.base import JudgeError, JudgeReply, Message
+from ragmeter.judges.base import (
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_TIMEOUT_S,
+    JudgeError,
+    JudgeReply,
+    Message,
+)
 from ragmeter.judges.openai_compat import OpenAICompatJudge
 
 INSTALL_HINT = (
-    "llama-cpp-python is not installed: run scripts/setup_llama.sh "
+    "llama-cpp-python is not installed: run python scripts/setup_llama.py "
     "(or pip install 'llama-cpp-python[server]==0.3.36')"
 )
 START_TIMEOUT_S = 180.0
@@ -59,19 +71,23 @@ class LocalLlamaJudge:
         *,
         n_ctx: int = 2048,
         n_threads: int = 2,
-        timeout_s: float = 300.0,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        max_retries: int = DEFAULT_MAX_RETRIES,
     ) -> None:
         self.path = Path(model_path).expanduser()
         if not self.path.is_file():
             raise JudgeError("config", f"local judge model file not found: {self.path}")
         self.n_ctx = n_ctx
         self.n_threads = n_threads
-        self.timeout_s = timeout_s
+        self.timeout_s = timeout_s  # per request, once started
+        self.max_retries = max_retries
+        self.start_timeout_s = max(START_TIMEOUT_S, timeout_s)
         self.sha256 = file_sha256(self.path)
         self.process: subprocess.Popen[bytes] | None = None
         self.client: OpenAICompatJudge | None = None
         self._log: IO[bytes] | None = None
         self._lock = asyncio.Lock()
+        self._one_at_a_time = asyncio.Lock()
         self._start_error: JudgeError | None = None  # a failed start is not retried per call
 
     @property
@@ -136,12 +152,13 @@ class LocalLlamaJudge:
             api_key_env=None,
             key_required=False,
             timeout_s=self.timeout_s,
+            max_retries=self.max_retries,
             model_id=self.model,
         )
         return self.client
 
     async def _wait_ready(self, base: str) -> None:
-        deadline = time.monotonic() + START_TIMEOUT_S
+        deadline = time.monotonic() + self.start_timeout_s
         async with httpx.AsyncClient(timeout=2.0) as probe:
             while time.monotonic() < deadline:
                 assert self.process is not None
@@ -158,13 +175,14 @@ class LocalLlamaJudge:
                     pass
                 await asyncio.sleep(0.25)
         self._stop()
-        raise JudgeError("server", f"llama.cpp server not ready within {START_TIMEOUT_S}s")
+        raise JudgeError("server", f"llama.cpp server not ready within {self.start_timeout_s:g}s")
 
     async def complete(
         self, messages: list[Message], schema: dict[str, Any] | None, max_tokens: int
     ) -> JudgeReply:
         client = await self.start()
-        return await client.complete(messages, schema, max_tokens)
+        async with self._one_at_a_time:
+            return await client.complete(messages, schema, max_tokens)
 
     def _stop(self) -> None:
         if self.process is not None and self.process.poll() is None:

@@ -5,8 +5,11 @@ OpenAI's ``response_format={"type": "json_schema", ...}``; a server that rejects
 4xx/5xx whose body mentions the format (llama.cpp answers 500) is asked again, at once, with
 llama.cpp's ``{"type": "json_object", "schema": ...}``, and that choice is kept for later calls.
 429 and 5xx are retried with exponential backoff (``Retry-After`` honoured); a timeout is
-retried too. The API key is read from an environment variable at call time and only ever put
-in the ``Authorization`` header.
+retried too (``max_retries`` times; each try has a ``timeout_s`` deadline). The API key is read
+from an environment variable at call time and only ever put in the ``Authorization`` header
+(``Bearer``). Credentials written into the URL (``http://user:pass@host/v1``) are taken out of
+it and sent as HTTP ``Basic`` authorization instead, unless a key from the environment is set
+(the key wins); the URL kept, shown and recorded never holds them.
 """
 
 from __future__ import annotations
@@ -16,7 +19,17 @@ from typing import Any
 
 import httpx
 
-from ragmeter.judges.base import JudgeError, JudgeReply, Message, RetryingPoster, parse_json
+from ragmeter.judges.base import (
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_TIMEOUT_S,
+    JudgeError,
+    JudgeReply,
+    Message,
+    RetryingPoster,
+    parse_json,
+    split_credentials,
+)
+from ragmeter.redaction import redact_url, remember_secret
 
 FORMAT_WORDS = ("response_format", "json_schema", "schema", "format")
 
@@ -29,15 +42,16 @@ class OpenAICompatJudge(RetryingPoster):
         *,
         api_key_env: str | None = "OPENAI_API_KEY",
         key_required: bool = True,
-        timeout_s: float = 120.0,
-        max_retries: int = 3,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        max_retries: int = DEFAULT_MAX_RETRIES,
         backoff_base_s: float = 1.0,
         seed: int = 0,
         model_id: str | None = None,
     ) -> None:
-        self.base_url = base_url.rstrip("/")
+        clean_url, self._basic_auth = split_credentials(base_url)
+        self.base_url = clean_url.rstrip("/")
         self.model_name = model
-        self._model_id = model_id or f"{self.base_url}#{model}"
+        self._model_id = redact_url(model_id or f"{self.base_url}#{model}")
         self.api_key_env = api_key_env
         self.key_required = key_required
         self.timeout_s = timeout_s
@@ -56,16 +70,25 @@ class OpenAICompatJudge(RetryingPoster):
     def params(self) -> dict[str, Any]:
         return {"temperature": 0, "seed": self.seed}
 
+    @property
+    def auth_scheme(self) -> str | None:
+        """What the ``Authorization`` header will carry: ``bearer``, ``basic`` or None."""
+        if self.api_key_env and os.environ.get(self.api_key_env):
+            return "bearer"
+        return "basic" if self._basic_auth else None
+
     def _headers(self) -> dict[str, str]:
         headers = {"Content-Type": "application/json"}
-        if self.api_key_env:
-            key = os.environ.get(self.api_key_env, "")
-            if key:
-                headers["Authorization"] = f"Bearer {key}"
-            elif self.key_required:
-                raise JudgeError(
-                    "config", f"environment variable {self.api_key_env} is not set (the API key)"
-                )
+        key = os.environ.get(self.api_key_env, "") if self.api_key_env else ""
+        if key:
+            remember_secret(key)
+            headers["Authorization"] = f"Bearer {key}"
+        elif self.api_key_env and self.key_required:
+            raise JudgeError(
+                "config", f"environment variable {self.api_key_env} is not set (the API key)"
+            )
+        elif self._basic_auth:
+            headers["Authorization"] = self._basic_auth
         return headers
 
     def _client_for(self) -> httpx.AsyncClient:

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ragmeter.models import Case, CaseResult, Score
+from ragmeter.redaction import redact_url
 
 DISAGREE_0_5 = 1.0
 DISAGREE_0_1 = 0.2
@@ -105,4 +106,4 @@ def spot_check(
     subset_results = [r for r in results if r.case_id in chosen]
     second_scores, scales = rescore(subset_cases, subset_results)
     report = compare_judges(first_scores, second_scores, scales)
-    return {"spot_check_n": len(chosen), "second_judge": second_judge, **report}
+    return {"spot_check_n": len(chosen), "second_judge": redact_url(second_judge), **report}

@@ -1,6 +1,11 @@
 """Reliable judge calls: render a versioned prompt, answer from the cache or call the judge,
 record the call, validate the JSON with the prompt's pydantic model, repair once, and report
-truncation, refusals and invalid output as :class:`JudgeFailure` (raw output kept).
+truncation, refusals and invalid output as :class:`JudgeFailure` (raw output kept, message
+redacted).
+
+A judge that stops answering costs a bounded time: after ``give_up_after`` calls in a row ended
+in a timeout or a connection error (each already retried by the client), the session sends no
+more requests and every later call fails at once with the last error, until the session ends.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from ragmeter.judges.base import Judge, JudgeError, JudgeReply, Message, parse_j
 from ragmeter.judges.cache import CallRecord, JudgeStore, cache_key
 from ragmeter.judges.cost import Budget, Price, call_cost
 from ragmeter.judges.templates import Prompt, load_prompt, render
+from ragmeter.redaction import redact_text
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -27,15 +33,20 @@ _REFUSAL = re.compile(
     re.IGNORECASE,
 )
 RAW_KEEP = 2000  # characters of raw output kept in a failure's details
+GIVE_UP_AFTER = 3  # calls in a row lost to timeouts / connection errors before giving up
+DOWN_KINDS = frozenset({"timeout", "connection_error"})
 
 
 class JudgeFailure(Exception):
-    """A judge verdict that could not be had: ``kind`` is invalid, truncated, refused or error."""
+    """A judge verdict that could not be had: ``kind`` is invalid, truncated, refused or error.
+    The message is redacted; ``raw`` keeps the judge's output as it came (``details`` carries a
+    redacted copy of its start, for the store)."""
 
     def __init__(
         self, kind: str, message: str, raw: str | None = None, calls: list[int] | None = None
     ) -> None:
-        super().__init__(f"judge {kind}: {message}")
+        self.message = redact_text(message)
+        super().__init__(f"judge {kind}: {self.message}")
         self.kind = kind
         self.raw = raw
         self.calls = calls or []
@@ -44,7 +55,7 @@ class JudgeFailure(Exception):
     def details(self) -> dict[str, Any]:
         out: dict[str, Any] = {"judge_failure": self.kind, "judge_calls": self.calls}
         if self.raw is not None:
-            out["judge_raw_output"] = self.raw[:RAW_KEEP]
+            out["judge_raw_output"] = redact_text(self.raw[:RAW_KEEP])
         return out
 
 
@@ -80,6 +91,7 @@ class JudgeSession:
         concurrency: int = 2,
         run_id: str | None = None,
         embed: Callable[[list[str]], FloatArray] | None = None,
+        give_up_after: int | None = GIVE_UP_AFTER,
     ) -> None:
         self.judge = judge
         # sentence vectors (L2-normalised) for the tasks that compare texts by embedding;
@@ -93,6 +105,10 @@ class JudgeSession:
         self.requests = 0  # calls that reached the judge (cache hits excluded)
         self.cache_hits = 0
         self._slots = asyncio.Semaphore(concurrency)
+        # None: never give up; else the count of consecutive lost calls that stops the session
+        self.give_up_after = give_up_after
+        self.lost_in_a_row = 0
+        self._last_loss: str | None = None
 
     async def ask(
         self,
@@ -209,13 +225,25 @@ class JudgeSession:
         self.budget.check()
         async with self._slots:
             self.budget.check()
+            if self.gave_up:
+                message = (
+                    f"not sent: the judge lost {self.lost_in_a_row} calls in a row, "
+                    f"last: {self._last_loss}"
+                )
+                record.status, record.error = "error", message
+                calls.append(self._record(record))
+                raise JudgeFailure("error", message, None, calls)
             self.requests += 1
             try:
                 reply = await self.judge.complete(messages, schema, max_tokens)
             except JudgeError as exc:
+                if exc.kind in DOWN_KINDS:
+                    self.lost_in_a_row += 1
+                    self._last_loss = str(exc)
                 record.status, record.error = "error", str(exc)
                 calls.append(self._record(record))
                 raise JudgeFailure("error", str(exc), None, calls) from exc
+            self.lost_in_a_row = 0
         cost = call_cost(model, reply.prompt_tokens, reply.completion_tokens, self.prices)
         self.budget.add(cost, reply.prompt_tokens, reply.completion_tokens)
         record.output_text, record.finish_reason = reply.text, reply.finish_reason
@@ -226,6 +254,12 @@ class JudgeSession:
         record.cost_usd, record.latency_ms = cost, reply.latency_ms
         calls.append(self._record(record))
         return reply
+
+    @property
+    def gave_up(self) -> bool:
+        """True once ``give_up_after`` calls in a row were lost to timeouts or connection
+        errors: later calls are not sent."""
+        return self.give_up_after is not None and self.lost_in_a_row >= self.give_up_after
 
     def _record(self, record: CallRecord) -> int:
         return self.store.record(record) if self.store is not None else 0
