@@ -123,7 +123,12 @@ def test_eval_gate_exit_codes_on_the_demo(tmp_path: Path) -> None:
     failing = tmp_path / "failing.yaml"
     failing.write_text("targets:\n  recall_at_5: '> 0.99'\n  injection_auc: '> 0.85'\n")
     passing = tmp_path / "passing.yaml"
-    passing.write_text("- recall_at_5 > 0.7\n- ndcg_at_5 > 0.6\n- injection_auc > 0.85\n")
+    passing.write_text(
+        "- recall_at_5 > 0.7\n- ndcg_at_5 > 0.6\n- injection_auc > 0.85 optional\n"
+        "- {metric: injection_tpr_at_fpr_1, op: '>', value: 0.7, optional: true}\n"
+    )
+    unmeasured = tmp_path / "unmeasured.yaml"
+    unmeasured.write_text("- recall_at_5 > 0.7\n- injection_auc > 0.85\n")
     result, _ = _eval(tmp_path, "--targets", str(failing), "--gate")
     assert result.returncode == 4, result.stderr
     assert "recall_at_5" in result.stderr and "not measured" in result.stdout
@@ -132,6 +137,12 @@ def test_eval_gate_exit_codes_on_the_demo(tmp_path: Path) -> None:
     assert {t["status"] for t in stored["targets"]} == {"fail", "not_measured"}
     assert set(stored["breakdowns"]) == {"category", "difficulty", "answerable"}
     result, _ = _eval(tmp_path, "--targets", str(passing), "--gate")
+    assert result.returncode == 0, result.stdout + result.stderr
+    # a required target that no case measured fails the gate: nothing passes on no evidence
+    result, _ = _eval(tmp_path, "--targets", str(unmeasured), "--gate")
+    assert result.returncode == 4 and "not measured" in result.stderr, result.stderr
+    assert "injection_auc" in result.stderr
+    result, _ = _eval(tmp_path, "--gate")  # the default table: safety targets are optional
     assert result.returncode == 0, result.stdout + result.stderr
     result, _ = _eval(tmp_path, "--targets", str(failing))
     assert result.returncode == 0  # no --gate: report only

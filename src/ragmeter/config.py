@@ -150,7 +150,7 @@ def load_config(
 ) -> EvalConfig:
     """Resolve the config from its four layers; errors name the file and field."""
     data: dict[str, Any] = {}
-    source = "defaults"
+    source = "options"
     if yaml_path is not None:
         source = str(yaml_path)
         try:
@@ -171,7 +171,8 @@ def load_config(
         problems = "; ".join(
             f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
         )
-        raise ConfigError(f"{source}: invalid config: {problems}") from exc
+        where = f"{source}: invalid config" if yaml_path is not None else "invalid option"
+        raise ConfigError(f"{where}: {problems}") from exc
 
 
 def config_snapshot(config: EvalConfig) -> dict[str, Any]:

@@ -4,32 +4,71 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.text import Text
 
 from ragmeter import __version__
 from ragmeter.config import ConfigError, EvalConfig, load_config
 from ragmeter.datasets import DatasetError, validate_dataset
+from ragmeter.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_GATE,
+    EXIT_INTERRUPTED,
+    EXIT_TARGET_DOWN,
+    EXIT_TERMINATED,
+    RagmeterError,
+)
 from ragmeter.models import Case, RunRecord
+from ragmeter.redaction import redact_text
 from ragmeter.registry import UnknownNameError
 from ragmeter.reports.console import print_run
+from ragmeter.reports.terminal import inert, make_console
 from ragmeter.store.sqlite import RunNotFoundError, RunStore
 from ragmeter.targets import TargetError, parse_target_spec
 
-console = Console()
-if not console.is_terminal:
-    console = Console(width=110)
-errors = Console(stderr=True)
+console = make_console()
+errors = make_console(stderr=True)
+DEFAULT_STORE = EvalConfig.model_fields["store"].default
 
-EXIT_BAD_INPUT = 2
-EXIT_TARGET_DOWN = 3
-EXIT_GATE = 4
-EXIT_INTERRUPTED = 130
+
+def fail(message: object, code: int = EXIT_BAD_INPUT, label: str = "error") -> NoReturn:
+    """Print one error (secrets masked, escape sequences and markup inert) and exit."""
+    text = Text(f"{label}: ", style="bold red")
+    text.append(inert(redact_text(str(message)), markup=False))
+    errors.print(text, highlight=False)
+    sys.exit(code)
+
+
+# errors a user can act on: printed as one line with their exit code, never a traceback
+_USER_ERRORS = (DatasetError, ConfigError, UnknownNameError, RunNotFoundError, ValueError)
+
+
+class RagmeterGroup(click.Group):
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except RagmeterError as exc:
+            fail(exc, exc.exit_code)
+        except TargetError as exc:
+            fail(f"target not ready ({exc.error_type}): {exc.message}", EXIT_TARGET_DOWN)
+        except _USER_ERRORS as exc:
+            fail(exc)
+
+
+store_option = click.option(
+    "--store",
+    envvar="RAGMETER_STORE",
+    default=DEFAULT_STORE,
+    show_default=True,
+    help="SQLite run store (environment: RAGMETER_STORE).",
+)
 
 
 def _pairs(values: tuple[str, ...], option: str, separator: str = "=") -> dict[str, str]:
@@ -44,7 +83,7 @@ def _pairs(values: tuple[str, ...], option: str, separator: str = "=") -> dict[s
     return pairs
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=RagmeterGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="ragmeter")
 def main() -> None:
     """Evaluate retrieval-augmented generation systems."""
@@ -90,7 +129,9 @@ max_judge_cost_option = click.option(
 @click.option("--concurrency", type=int, help="Cases in flight at once.")
 @click.option("--timeout", "timeout_s", type=float, help="Per-case timeout in seconds.")
 @click.option("--name", help="Run name.")
-@click.option("--store", help="SQLite run store (default .ragmeter/runs.db).")
+@click.option(
+    "--store", envvar="RAGMETER_STORE", help="SQLite run store (default .ragmeter/runs.db)."
+)
 @click.option("--output-dir", help="Folder for run JSON files (default .ragmeter/runs).")
 @click.option("--resume", help="Finish an interrupted run by its id.")
 @click.option(
@@ -106,6 +147,25 @@ max_judge_cost_option = click.option(
     help="With --judge: estimate judge calls, tokens and cost for the dataset, ask nothing.",
 )
 @click.option("--second-judge", help="Judge for the reliability spot check (disagreement, kappa).")
+@click.option(
+    "--judge-timeout",
+    "judge_timeout_s",
+    type=float,
+    help="Seconds one judge request may take (default 60); a hung judge fails that score.",
+)
+@click.option(
+    "--judge-retries", type=int, help="Retries of a failed judge request (default 1: 2 tries)."
+)
+@click.option(
+    "--judge-api-key-env",
+    help="Environment variable holding the judge's API key (for http:// judges; default "
+    "RAGMETER_JUDGE_API_KEY when set).",
+)
+@click.option(
+    "--no-health-check",
+    is_flag=True,
+    help="Do not GET /health before the run (for servers without a health endpoint).",
+)
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
 @click.option(
     "--breakdown",
@@ -156,6 +216,10 @@ def eval_command(
     spot_check: int | None,
     second_judge: str | None,
     dry_run: bool,
+    judge_timeout_s: float | None,
+    judge_retries: int | None,
+    judge_api_key_env: str | None,
+    no_health_check: bool,
 ) -> None:
     """Ask every case, score, store the run and print the scorecard.
 
@@ -166,10 +230,17 @@ def eval_command(
         overrides["judge"] = judge
     if max_judge_cost is not None:
         overrides["max_judge_cost"] = max_judge_cost
-    if spot_check:
+    if spot_check is not None:
         overrides["spot_check"] = spot_check
     if second_judge:
         overrides["second_judge"] = second_judge
+    for key, option_value in (
+        ("judge_timeout_s", judge_timeout_s),
+        ("judge_max_retries", judge_retries),
+        ("judge_api_key_env", judge_api_key_env),
+    ):
+        if option_value is not None:
+            overrides[key] = option_value
     target: dict[str, Any] = {}
     try:
         if target_spec:
@@ -181,6 +252,8 @@ def eval_command(
     for key, value in (("corpus", corpus), ("top_k", top_k), ("timeout_s", timeout_s)):
         if value is not None:
             target[key] = value
+    if no_health_check:
+        target["health_path"] = None
     if target:
         overrides["target"] = target
     for key, value in (
@@ -210,8 +283,7 @@ def eval_command(
             overrides["targets"] = _read_targets(targets_file)
         config = load_config(config_file, overrides)
     except ConfigError as exc:
-        errors.print(f"[red]error:[/red] {exc}")
-        sys.exit(EXIT_BAD_INPUT)
+        fail(exc)
     if dry_run:
         _judge_estimate(config)
         return
@@ -220,21 +292,42 @@ def eval_command(
     if baseline:
         failed = _check_baseline(config, baseline, record.id, margin, alpha)
     if gate:
-        from ragmeter.scoring.targets import failed as failed_targets
-
-        missed = failed_targets(record.targets)
-        if missed:
-            errors.print(
-                "[red]gate: targets failed:[/red] "
-                + ", ".join(
-                    f"{t.metric} {t.value:.3f} (target {t.op} {t.threshold:g})"
-                    for t in missed
-                    if t.value is not None
-                )
-            )
-            failed = True
+        failed = _gate(record) or failed
     if failed:
         sys.exit(EXIT_GATE)
+
+
+def _gate(record: RunRecord) -> bool:
+    """Print why the gate fails; True when a target failed or a required one was not measured."""
+    from ragmeter.scoring.targets import gate_failures
+
+    missed = gate_failures(record.targets)
+    if not record.targets:
+        errors.print(Text("gate: no targets to check (--targets FILE is empty)", style="red"))
+        return True
+    failing = [t for t in missed if t.status == "fail"]
+    unmeasured = [t for t in missed if t.status == "not_measured"]
+    if failing:
+        errors.print(
+            Text("gate: targets failed: ", style="red").append(
+                ", ".join(
+                    f"{inert(t.metric, markup=False)} {t.value:.3f} (target {t.op} {t.threshold:g})"
+                    for t in failing
+                    if t.value is not None
+                ),
+                style="default",
+            )
+        )
+    if unmeasured:
+        errors.print(
+            Text("gate: targets not measured (no case scored): ", style="red").append(
+                ", ".join(inert(t.metric, markup=False) for t in unmeasured)
+                + f"; run errors: {record.error_count} of {record.question_count}. Mark a "
+                "target optional in --targets ('> 0.6 optional') if the run cannot measure it",
+                style="default",
+            )
+        )
+    return bool(missed)
 
 
 def _read_targets(path: str) -> Any:
@@ -264,17 +357,16 @@ def _check_baseline(
         cand = RunScores.from_store(run_store, run_id)
         comparison = compare_runs(base, cand, alpha=alpha, margin=margin, seed=config.seed)
     except (RunNotFoundError, ValueError) as exc:
-        errors.print(f"[red]error:[/red] baseline {baseline!r}: {exc}", highlight=False)
-        sys.exit(EXIT_BAD_INPUT)
+        fail(f"baseline {baseline!r}: {exc}")
     finally:
         run_store.close()
     console.print(comparison_table(comparison))
     regressions = comparison.regressions
     if regressions:
         errors.print(
-            f"[red]regression against {base.record.id}:[/red] "
+            f"[red]regression against {inert(base.record.id)}:[/red] "
             + ", ".join(
-                f"{r.metric} (Δ {r.mean_diff:+.3f}, p {r.p_value:.4f})" for r in regressions
+                f"{inert(r.metric)} (Δ {r.mean_diff:+.3f}, p {r.p_value:.4f})" for r in regressions
             )
         )
     return bool(regressions)
@@ -287,15 +379,13 @@ def _judge_estimate(config: EvalConfig) -> None:
     from ragmeter.runner.engine import sample_cases
 
     if not config.judge:
-        errors.print("[red]error:[/red] --dry-run estimates judging: name a --judge")
-        sys.exit(EXIT_BAD_INPUT)
+        fail("--dry-run estimates judging: name a --judge")
     try:
         cases = sample_cases(
             load_datasets(config.datasets, config.field_map or None), config.samples, config.seed
         )
     except DatasetError as exc:
-        errors.print(f"[red]error:[/red] {exc}", markup=False, highlight=False)
-        sys.exit(EXIT_BAD_INPUT)
+        fail(f"{exc}")
     estimate = estimate_judging(
         [(case, None) for case in cases], config.judge, prices=config.price_table()
     )
@@ -305,14 +395,15 @@ def _judge_estimate(config: EvalConfig) -> None:
         else f"${estimate.cost_usd:.4f}"
     )
     console.print(
-        f"dry run, judge {config.judge}: {len(cases)} cases -> {estimate.calls} judge calls, "
+        f"dry run, judge {redact_text(config.judge)}: {len(cases)} cases -> "
+        f"{estimate.calls} judge calls, "
         f"~{estimate.prompt_tokens} prompt + ~{estimate.completion_tokens} completion tokens, "
         f"cost {cost} (answers and contexts assumed; repairs not counted)"
     )
 
 
 def _run_eval(config: EvalConfig, resume: str | None) -> RunRecord:
-    from ragmeter.runner.engine import RunInterruptedError, run_evaluation_async
+    from ragmeter.runner.engine import RunInterruptedError, RunOutcome, run_evaluation_async
 
     progress = Progress(
         TextColumn("[bold]{task.description}"),
@@ -324,40 +415,76 @@ def _run_eval(config: EvalConfig, resume: str | None) -> RunRecord:
         transient=False,
     )
     task_id = progress.add_task("asking", total=None)
+    started: list[RunRecord] = []
+    received: list[int] = []
 
     def on_start(record: RunRecord, pending: int) -> None:
+        started.append(record)
         progress.update(task_id, description=f"run {record.id}", total=pending)
 
     def on_progress(done: int, total: int) -> None:
         progress.update(task_id, completed=done)
 
+    async def drive() -> RunOutcome:
+        _stop_on_signals(asyncio.get_running_loop(), received, started, config.store)
+        return await run_evaluation_async(
+            config, resume=resume, on_start=on_start, on_progress=on_progress
+        )
+
     try:
         with progress:
-            outcome = asyncio.run(
-                run_evaluation_async(
-                    config, resume=resume, on_start=on_start, on_progress=on_progress
-                )
-            )
+            outcome = asyncio.run(drive())
     except DatasetError as exc:
-        errors.print(f"[red]error:[/red] {exc}", markup=False, highlight=False)
-        sys.exit(EXIT_BAD_INPUT)
-    except (UnknownNameError, ConfigError, RunNotFoundError, ValueError) as exc:
-        errors.print(f"[red]error:[/red] {exc}", highlight=False)
-        sys.exit(EXIT_BAD_INPUT)
-    except TargetError as exc:
-        errors.print(f"[red]error:[/red] target not ready ({exc.error_type}): {exc.message}")
-        sys.exit(EXIT_TARGET_DOWN)
+        fail(exc)
     except RunInterruptedError as exc:
-        errors.print(f"[yellow]{exc}[/yellow]")
-        sys.exit(EXIT_INTERRUPTED)
+        progress.stop()
+        signum = received[0] if received else signal.SIGINT
+        errors.print(Text(str(exc), style="yellow"), highlight=False)
+        _exit_now(EXIT_TERMINATED if signum == signal.SIGTERM else EXIT_INTERRUPTED)
     print_run(outcome.record, console)
-    console.print(f"stored in {config.store} · run file {outcome.run_file}")
+    console.print(Text(f"stored in {config.store} · run file {outcome.run_file}"), highlight=False)
     return outcome.record
+
+
+def _stop_on_signals(
+    loop: asyncio.AbstractEventLoop, received: list[int], started: list[RunRecord], store: str
+) -> None:
+    """SIGINT and SIGTERM cancel the run: the engine stores what is done, marks the run
+    interrupted and says how to resume. A second signal stops at once, run still marked."""
+    task = asyncio.current_task()
+
+    def stop(signum: int) -> None:
+        received.append(signum)
+        if len(received) == 1 and task is not None:
+            task.cancel()
+            return
+        if started:
+            run_store = RunStore(store)
+            try:
+                run_store.mark_interrupted(started[0].id)
+            finally:
+                run_store.close()
+            errors.print(
+                Text(f"stopped; finish it with: ragmeter eval --resume {started[0].id}"),
+                style="yellow",
+            )
+        _exit_now(EXIT_TERMINATED if signum == signal.SIGTERM else EXIT_INTERRUPTED)
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop, signum)
+
+
+def _exit_now(code: int) -> NoReturn:
+    """Exit without waiting for worker threads (a judge call in flight): everything the run
+    finished is already committed to the store."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 @main.command("rescore")
 @click.argument("run_id")
-@click.option("--store", default=".ragmeter/runs.db", show_default=True)
+@store_option
 @click.option("--judge", help="LLM judge for the judged metrics (see 'ragmeter eval --judge').")
 @max_judge_cost_option
 @click.option("--metrics", help="Comma-separated metric families (default: the run's own).")
@@ -391,27 +518,31 @@ def rescore_command(
     try:
         outcome = rescore(store, run_id, changes, output_dir)
     except (RunNotFoundError, UnknownNameError, ValueError) as exc:
-        errors.print(f"[red]error:[/red] {exc}", highlight=False)
-        sys.exit(EXIT_BAD_INPUT)
+        fail(f"{exc}")
     print_run(outcome.record, console)
-    console.print(f"rescored {run_id} as {outcome.record.id} · run file {outcome.run_file}")
+    console.print(
+        Text(
+            f"rescored {inert(run_id, markup=False)} as {outcome.record.id} · run file "
+            f"{outcome.run_file}"
+        )
+    )
 
 
 @main.command("runs")
-@click.option("--store", default=".ragmeter/runs.db", show_default=True)
+@store_option
 @click.option("--limit", default=50, show_default=True)
 def runs_command(store: str, limit: int) -> None:
     """List stored runs, newest first."""
     from rich.table import Table
 
     table = Table("id", "name", "status", "created", "datasets", "questions", "errors")
-    for record in RunStore(store).list_runs(limit):
+    for record in RunStore(store, create=False).list_runs(limit):
         table.add_row(
-            record.id,
-            record.name,
+            inert(record.id),
+            inert(record.name),
             record.status,
             record.created_at,
-            ", ".join(record.datasets),
+            inert(", ".join(record.datasets)),
             str(record.question_count),
             str(record.error_count),
         )
@@ -419,18 +550,30 @@ def runs_command(store: str, limit: int) -> None:
 
 
 def _open_run(store: str, run_id: str) -> tuple[RunStore, RunRecord]:
-    run_store = RunStore(store)
+    run_store = RunStore(store, create=False)
     try:
         return run_store, run_store.get_run(run_id)
     except RunNotFoundError as exc:
-        errors.print(f"[red]error:[/red] {exc} ({store})")
-        sys.exit(EXIT_BAD_INPUT)
+        fail(f"{exc} ({store})")
 
 
 @main.command("show")
 @click.argument("run_id")
-@click.option("--store", default=".ragmeter/runs.db", show_default=True)
+@store_option
 @click.option("--cases", "show_cases", is_flag=True, help="Also list every case's outcome.")
+@click.option(
+    "--details",
+    is_flag=True,
+    help="Every case: question, answer, reference and each metric's value or reason "
+    "(unsupported claims, missing keywords, judge reasons).",
+)
+@click.option(
+    "--failing",
+    is_flag=True,
+    help="With --details: only cases whose query or a score failed, or that scored low on a "
+    "metric named with --metric.",
+)
+@click.option("--case", "case_ids", multiple=True, help="With --details: only these case ids.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run as JSON.")
 @click.option(
     "--by",
@@ -438,7 +581,9 @@ def _open_run(store: str, run_id: str) -> tuple[RunStore, RunRecord]:
     help="Print the breakdown by a case field (category, tags, difficulty, answerable, "
     "query_type, dataset, metadata.FIELD).",
 )
-@click.option("--metric", "by_metrics", multiple=True, help="Limit --by to these metrics.")
+@click.option(
+    "--metric", "by_metrics", multiple=True, help="Limit --by or --details to these metrics."
+)
 def show_command(
     run_id: str,
     store: str,
@@ -446,6 +591,9 @@ def show_command(
     as_json: bool,
     by_field: str | None,
     by_metrics: tuple[str, ...],
+    details: bool,
+    failing: bool,
+    case_ids: tuple[str, ...],
 ) -> None:
     """Print one run's scorecard (a unique id prefix is enough)."""
     from ragmeter.reports.json_report import run_document
@@ -460,19 +608,30 @@ def show_command(
         )
         click.echo(json.dumps(document, indent=2))
         return
+    if details:
+        from ragmeter.reports.case_details import case_details
+
+        cases = run_store.get_cases(record.id)
+        if case_ids:
+            unknown = sorted(set(case_ids) - {c.case_id for c in cases})
+            if unknown:
+                fail(f"run {record.id} has no case {', '.join(map(repr, unknown))}")
+            cases = [c for c in cases if c.case_id in case_ids]
+        for renderable in case_details(
+            cases,
+            run_store.get_results(record.id),
+            run_store.get_scores(record.id),
+            only_failing=failing,
+            metrics=list(by_metrics) or None,
+            scorecard=record.scorecard,
+        ):
+            console.print(renderable)
+        return
     print_run(record, console)
     if show_cases:
-        from rich.table import Table
+        from ragmeter.reports.console import cases_table
 
-        table = Table("case", "status", "error", "latency ms")
-        for result in run_store.get_results(record.id):
-            table.add_row(
-                result.case_id,
-                result.status,
-                f"{result.error_type}: {result.error_message}" if result.error_type else "",
-                f"{result.latency_ms:.1f}" if result.latency_ms is not None else "-",
-            )
-        console.print(table)
+        console.print(cases_table(run_store.get_results(record.id)))
 
 
 def _print_breakdown(
@@ -499,8 +658,7 @@ def _print_breakdown(
                 config.seed,
             )
         except (BreakdownFieldError, UnknownNameError) as exc:
-            errors.print(f"[red]error:[/red] {exc}", highlight=False)
-            sys.exit(EXIT_BAD_INPUT)
+            fail(f"{exc}")
         groups = computed[field]
     console.print(breakdown_table(field, groups, metrics or None))
 
@@ -508,7 +666,7 @@ def _print_breakdown(
 @main.command("compare")
 @click.argument("baseline")
 @click.argument("candidates", nargs=-1, required=True)
-@click.option("--store", default=".ragmeter/runs.db", show_default=True)
+@store_option
 @click.option("--metric", "metrics", multiple=True, help="Compare only these metrics.")
 @click.option("--alpha", default=0.05, show_default=True, help="Significance level.")
 @click.option(
@@ -571,8 +729,7 @@ def compare_command(
             for other in others
         ]
     except (RunNotFoundError, ValueError) as exc:
-        errors.print(f"[red]error:[/red] {exc} ({store})", highlight=False)
-        sys.exit(EXIT_BAD_INPUT)
+        fail(f"{exc} ({store})")
     runs = [base, *others]
     points: list[Any] = []
     dropped: list[str] = []
@@ -600,8 +757,9 @@ def compare_command(
     regressed = [c for c in comparisons if c.regressions]
     for comparison in regressed:
         errors.print(
-            f"[red]regression:[/red] {comparison.candidate} vs {comparison.baseline}: "
-            + ", ".join(r.metric for r in comparison.regressions)
+            f"[red]regression:[/red] {inert(comparison.candidate)} vs "
+            f"{inert(comparison.baseline)}: "
+            + ", ".join(inert(r.metric) for r in comparison.regressions)
         )
     if fail_on_regression and regressed:
         sys.exit(EXIT_GATE)
@@ -639,7 +797,7 @@ def _pareto_points(records: list[RunRecord], quality: str | None) -> tuple[list[
 @main.command("stats")
 @click.argument("run_id", required=False)
 @click.option("--dataset", "-d", "datasets", multiple=True, help="Dataset (repeatable).")
-@click.option("--store", default=".ragmeter/runs.db", show_default=True)
+@store_option
 @click.option("--json", "as_json", is_flag=True, help="Print the statistics as JSON.")
 def stats_command(run_id: str | None, datasets: tuple[str, ...], store: str, as_json: bool) -> None:
     """Summarise datasets (counts, gold passages, question length) and, given RUN_ID, a run
@@ -660,46 +818,19 @@ def stats_command(run_id: str | None, datasets: tuple[str, ...], store: str, as_
         try:
             document["dataset"] = dataset_stats(load_datasets(list(datasets) or ["demo"]))
         except DatasetError as exc:
-            errors.print(f"error: {exc}", markup=False, highlight=False)
-            sys.exit(EXIT_BAD_INPUT)
+            fail(f"{exc}")
     if as_json:
         click.echo(json.dumps(document, indent=2))
         return
-    _print_stats(document)
+    from ragmeter.reports.stats import stats_tables
 
-
-def _print_stats(document: dict[str, Any]) -> None:
-    from rich.table import Table
-
-    for section, stats in document.items():
-        table = Table("statistic", "value", title=section, title_justify="left")
-        for key, value in stats.items():
-            if (
-                isinstance(value, dict)
-                and value
-                and all(isinstance(v, dict) for v in value.values())
-            ):
-                text = "\n".join(
-                    f"{name}: " + ", ".join(f"{k} {v}" for k, v in row.items())
-                    for name, row in value.items()
-                )
-            elif isinstance(value, dict):
-                text = (
-                    ", ".join(
-                        f"{k} {v:.1f}" if isinstance(v, float) else f"{k} {v}"
-                        for k, v in value.items()
-                    )
-                    or "-"
-                )
-            else:
-                text = str(value)
-            table.add_row(key.replace("_", " "), text)
+    for table in stats_tables(document):
         console.print(table)
 
 
 @main.command("export")
 @click.argument("run_id")
-@click.option("--store", default=".ragmeter/runs.db", show_default=True)
+@store_option
 @click.option(
     "--format",
     "fmt",
@@ -797,8 +928,7 @@ def trec_command(
         parsed = list(dict.fromkeys(parse_measure(name) for name in names))
         judgments, ranking = read_qrels(qrels), read_run(run)
     except (MeasureError, DatasetError) as exc:
-        errors.print(f"error: {exc}", markup=False, highlight=False)
-        sys.exit(EXIT_BAD_INPUT)
+        fail(f"{exc}")
     result = evaluate_batch(
         judgments,
         ranking,
@@ -852,8 +982,7 @@ def import_squad_command(squad_json: str, out_dir: str) -> None:
     try:
         cases_file, corpus, count = import_squad(squad_json, out_dir)
     except DatasetError as exc:
-        errors.print(f"error: {exc}", markup=False, highlight=False)
-        sys.exit(EXIT_BAD_INPUT)
+        fail(f"{exc}")
     click.echo(f"{count} cases -> {cases_file}; corpus -> {corpus}")
     click.echo(f"run: ragmeter eval --dataset {cases_file} --corpus {corpus}")
 
@@ -867,23 +996,16 @@ def schema_command() -> None:
 @main.command("metrics")
 def metrics_command() -> None:
     """List the metric families and the metrics each produces."""
-    from rich.table import Table
-
     from ragmeter.metrics.base import MetricSettings
     from ragmeter.registry import registry
+    from ragmeter.reports.console import metrics_table
 
-    table = Table("family", "metric", "group", "better", "needs", "description")
-    for family in registry.names("metrics"):
-        for metric in registry.get("metrics", family)(MetricSettings()):
-            table.add_row(
-                family,
-                metric.name,
-                metric.group,
-                "higher" if metric.higher_is_better else "lower",
-                ", ".join(metric.requires),
-                metric.description,
-            )
-    console.print(table)
+    rows = [
+        (family, metric)
+        for family in registry.names("metrics")
+        for metric in registry.get("metrics", family)(MetricSettings())
+    ]
+    console.print(metrics_table(rows))
 
 
 @main.command("reference-server")

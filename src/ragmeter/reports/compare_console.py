@@ -1,11 +1,19 @@
-"""Console tables for ``ragmeter compare``: paired comparison, methods table, Pareto frontier."""
+"""Console tables for ``ragmeter compare``: paired comparison, methods table, Pareto frontier.
+
+Metric names, run names and ids and case ids can come from run files and plugins: they are
+sanitised (:func:`ragmeter.reports.terminal.inert`). Metric names and numbers are never wrapped
+or cut; where the console is too narrow for the one-line table, a narrower layout is used
+(:class:`ragmeter.reports.console.Fit`).
+"""
 
 from __future__ import annotations
 
 from rich.table import Table
+from rich.text import Text
 
 from ragmeter.models import MetricSummary, RunRecord
-from ragmeter.reports.console import format_value
+from ragmeter.reports.console import Fit, format_value
+from ragmeter.reports.terminal import inert, inert_text
 from ragmeter.scoring.compare import Comparison, MetricComparison
 from ragmeter.scoring.pareto import ParetoPoint
 
@@ -16,6 +24,7 @@ _VERDICT = {
     "no_difference": "[dim]=[/dim]",
     "not_paired": "[dim]unpaired[/dim]",
 }
+_TEST = {"mcnemar_exact": "McN", "sign_flip_permutation": "perm"}
 
 
 def _number(value: float | None, digits: int = 3) -> str:
@@ -28,39 +37,65 @@ def _p_value(value: float | None) -> str:
     return "<0.0001" if value < 1e-4 else f"{value:.4f}"
 
 
-def comparison_table(comparison: Comparison, show_all: bool = False) -> Table:
-    table = Table(
-        title=f"{comparison.candidate} vs baseline {comparison.baseline} "
+def _interval(row: MetricComparison) -> str:
+    if row.ci_low is None:
+        return "-"
+    return f"{_number(row.ci_low)}..{_number(row.ci_high)}"
+
+
+def _metric_label(row: MetricComparison) -> str:
+    return f"{inert(row.metric)} {'↑' if row.higher_is_better else '↓'}"
+
+
+def comparison_table(comparison: Comparison, show_all: bool = False) -> Fit:
+    """One row a metric: both values, the paired difference with its interval, effect size,
+    p value, test and verdict. Where that does not fit on one line, the metric name (never
+    wrapped) and verdict share a column and the numbers wrap beside them."""
+    title = (
+        f"{inert(comparison.candidate)} vs baseline {inert(comparison.baseline)} "
         f"({comparison.n_shared_cases} shared cases, alpha {comparison.alpha}, "
-        f"margin {comparison.margin})",
-        title_justify="left",
+        f"margin {comparison.margin})"
     )
-    table.add_column("metric", overflow="fold")
-    for column in ("base", "cand", "paired Δ", "95% CI", "effect", "p", "test"):
-        table.add_column(column, justify="right", no_wrap=True)
-    table.add_column("verdict", no_wrap=True)
-    for row in comparison.rows:
-        if not show_all and row.verdict in ("no_difference", "not_paired") and not row.delta:
-            continue
-        table.add_row(
-            f"{row.metric} {'↑' if row.higher_is_better else '↓'}",
-            _number(row.baseline),
-            _number(row.candidate),
-            _number(row.mean_diff),
-            f"{_number(row.ci_low)}..{_number(row.ci_high)}" if row.ci_low is not None else "-",
-            _number(row.effect_size, 2),
-            _p_value(row.p_value),
-            {"mcnemar_exact": "McN", "sign_flip_permutation": "perm"}.get(row.test, "-"),
-            _VERDICT[row.verdict] + ("" if row.gated else "*"),
-        )
-    table.caption = (
+    caption = (
         "paired Δ: mean of candidate - baseline over shared cases; effect: d_z (perm) or Δ "
         "(McNemar); McN: exact McNemar; perm: sign-flip permutation; *: not gated"
     )
-    return table
+    wide = Table(title=title, title_justify="left", caption=caption)
+    wide.add_column("metric", no_wrap=True)
+    for column in ("base", "cand", "paired Δ", "95% CI", "effect", "p", "test"):
+        wide.add_column(column, justify="right", no_wrap=True)
+    wide.add_column("verdict", no_wrap=True)
+    narrow = Table(title=title, title_justify="left", caption=caption)
+    narrow.add_column("metric / verdict", no_wrap=True)
+    narrow.add_column("base → cand · paired Δ [95% CI] · effect · p (test)", ratio=1)
+    for row in comparison.rows:
+        if not show_all and row.verdict in ("no_difference", "not_paired") and not row.delta:
+            continue
+        verdict = _VERDICT[row.verdict] + ("" if row.gated else "*")
+        test = _TEST.get(row.test, "-")
+        wide.add_row(
+            _metric_label(row),
+            _number(row.baseline),
+            _number(row.candidate),
+            _number(row.mean_diff),
+            _interval(row),
+            _number(row.effect_size, 2),
+            _p_value(row.p_value),
+            test,
+            verdict,
+        )
+        numbers = (
+            f"{_number(row.baseline)} → {_number(row.candidate)} · "
+            f"Δ {_number(row.mean_diff)} [{_interval(row)}] · "
+            f"effect {_number(row.effect_size, 2)} · p {_p_value(row.p_value)} ({test})"
+        )
+        narrow.add_row(f"{_metric_label(row)}\n{verdict}", numbers)
+    return Fit(wide, narrow)
 
 
-def flips_lines(rows: list[MetricComparison], limit: int = 10) -> list[str]:
+def flips_lines(rows: list[MetricComparison], limit: int = 10) -> list[Text]:
+    """The cases that flipped on each 0/1 metric, one line a metric (plain text, sanitised:
+    prints the same with or without markup)."""
     lines = []
     for row in rows:
         if not (row.pass_to_fail or row.fail_to_pass):
@@ -72,49 +107,83 @@ def flips_lines(rows: list[MetricComparison], limit: int = 10) -> list[str]:
             " ..." if len(row.fail_to_pass) > limit else ""
         )
         lines.append(
-            f"{row.metric}: pass→fail {len(row.pass_to_fail)} [{worse}] · "
-            f"fail→pass {len(row.fail_to_pass)} [{better}]"
+            inert_text(
+                f"{row.metric}: pass→fail {len(row.pass_to_fail)} [{worse}] · "
+                f"fail→pass {len(row.fail_to_pass)} [{better}]"
+            )
         )
     return lines
 
 
-def methods_table(records: list[RunRecord], metrics: list[str]) -> Table:
-    """Seed 001's methods table: one row a run, one column a metric (value and interval)."""
-    table = Table(title="Methods", title_justify="left")
-    table.add_column("run", no_wrap=True)
-    table.add_column("weighted", justify="right", no_wrap=True)
+def _method_cell(summary: MetricSummary | None, separator: str = " ") -> str:
+    if summary is None or summary.value is None:
+        return "-"
+    if summary.ci_low is not None and summary.ci_high is not None:
+        half = (summary.ci_high - summary.ci_low) / 2
+        return f"{format_value(summary, summary.value)}{separator}±{half:.3f}"
+    return format_value(summary, summary.value)
+
+
+def methods_table(records: list[RunRecord], metrics: list[str]) -> Fit:
+    """Seed 001's methods table: one row a run, one column a metric (value and interval).
+    Too wide for the console, it turns: one row a metric, one column a run; and where even
+    that does not fit, one row a metric and run. Names and numbers are never cut."""
+    summaries = [
+        {name: record.scorecard.get(name) if record.scorecard else None for name in metrics}
+        for record in records
+    ]
+    weighted = [
+        _number(record.weighted_score.score if record.weighted_score else None)
+        for record in records
+    ]
+    labels = [f"{inert(record.name)} ({inert(record.id)})" for record in records]
+
+    wide = Table(title="Methods", title_justify="left")
+    wide.add_column("run", no_wrap=True)
+    wide.add_column("weighted", justify="right", no_wrap=True)
     for name in metrics:
-        table.add_column(name, justify="right", no_wrap=True)
+        wide.add_column(inert(name), justify="right", no_wrap=True)
+    for label, score, row in zip(labels, weighted, summaries, strict=True):
+        wide.add_row(label, score, *(_method_cell(row[name]) for name in metrics))
+
+    turned = Table(title="Methods", title_justify="left")
+    turned.add_column("metric", no_wrap=True)
     for record in records:
-        cells = []
-        for name in metrics:
-            summary: MetricSummary | None = record.scorecard.get(name) if record.scorecard else None
-            if summary is None or summary.value is None:
-                cells.append("-")
-            elif summary.ci_low is not None and summary.ci_high is not None:
-                half = (summary.ci_high - summary.ci_low) / 2
-                cells.append(f"{format_value(summary, summary.value)} ±{half:.3f}")
-            else:
-                cells.append(format_value(summary, summary.value))
-        weighted = record.weighted_score.score if record.weighted_score else None
-        table.add_row(f"{record.name} ({record.id})", _number(weighted), *cells)
-    return table
+        turned.add_column(
+            f"{inert(record.name)}\n({inert(record.id)})", justify="right", overflow="fold"
+        )
+    turned.add_row("weighted", *weighted)
+    for name in metrics:
+        turned.add_row(inert(name), *(_method_cell(row[name], "\n") for row in summaries))
+
+    long = Table(title="Methods", title_justify="left")
+    long.add_column("metric", no_wrap=True)
+    long.add_column("run", overflow="fold", ratio=1, min_width=12)
+    long.add_column("value", justify="right")
+    for position, name in enumerate(["weighted", *metrics]):
+        for index, label in enumerate(labels):
+            cell = weighted[index] if position == 0 else _method_cell(summaries[index][name])
+            long.add_row(
+                inert(name) if index == 0 else "", label, cell, end_section=index == len(labels) - 1
+            )
+    return Fit(wide, turned, long)
 
 
 def pareto_table(points: list[ParetoPoint], quality: str, dropped: list[str]) -> Table:
-    title = f"Pareto: {quality} ↑ vs cost ↓ vs latency p50 ↓"
+    title = f"Pareto: {inert(quality)} ↑ vs cost ↓ vs latency p50 ↓"
     if dropped:
-        title += f" (left out, not measured for every run: {', '.join(dropped)})"
+        title += f" (left out, not measured for every run: {', '.join(map(inert, dropped))})"
     table = Table(title=title, title_justify="left")
-    for column in ("run", quality, "cost/query", "latency p50 ms", "frontier", "dominated by"):
-        table.add_column(column, no_wrap=column != "dominated by")
+    for column in ("run", inert(quality), "cost/query", "latency p50 ms", "frontier"):
+        table.add_column(column, no_wrap=True)
+    table.add_column("dominated by", overflow="fold")
     for point in points:
         table.add_row(
-            point.run_id,
+            inert(point.run_id),
             _number(point.quality),
             _number(point.cost, 5),
             _number(point.latency, 1),
             "[green]●[/green]" if point.on_frontier else "",
-            ", ".join(point.dominated_by),
+            ", ".join(map(inert, point.dominated_by)),
         )
     return table

@@ -1,13 +1,73 @@
-"""The console scorecard (rich tables)."""
+"""The console scorecard (rich tables).
+
+Every string that came from outside ragmeter (run and dataset names, metric names of plugins
+and targets files, breakdown labels, case ids, error messages, latency stage names) goes
+through :func:`ragmeter.reports.terminal.inert` before it reaches a table. Metric names and
+numbers are never cut: a table that is too wide for the console falls back to a narrower
+layout (:class:`Fit`) instead of truncating cells with an ellipsis.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
+from rich.console import Console, ConsoleOptions, RenderResult
+from rich.measure import Measurement
 from rich.table import Table
+from rich.text import Text
 
-from ragmeter.models import MetricSummary, RunRecord, TargetResult, WeightedScore
+from ragmeter.models import CaseResult, MetricSummary, RunRecord, TargetResult, WeightedScore
+from ragmeter.reports.terminal import inert, inert_text
+
+if TYPE_CHECKING:
+    from ragmeter.metrics.base import Metric
+
+# an error message in the cases table is cut here; `ragmeter show --details` or --json has more
+ERROR_LIMIT = 300
+_UNBOUNDED = 100_000
+
+
+class Fit:
+    """The first of ``layouts`` that fits the console without cutting a cell, else the last.
+
+    A layout fits when its one-line (``no_wrap``) columns get their whole content and every
+    other column at least its longest word (or its ``min_width``). Lets a wide table keep one
+    row a line where there is room and switch to a layout that wraps where there is not,
+    instead of rich cutting metric names and numbers with an ellipsis.
+    """
+
+    def __init__(self, *layouts: Table) -> None:
+        if not layouts:
+            raise ValueError("Fit needs at least one layout")
+        self.layouts = layouts
+
+    @staticmethod
+    def _pin(table: Table, console: Console, options: ConsoleOptions) -> None:
+        """Give every one-line column a ``min_width`` of its widest cell, so the table's
+        minimum width is the width it needs to show every such cell whole."""
+        for column in table.columns:
+            if not column.no_wrap:
+                continue
+            cells = [column.header, *column.cells] if table.show_header else [*column.cells]
+            widest = max(
+                (Measurement.get(console, options, cell).maximum for cell in cells), default=0
+            )
+            column.min_width = max(column.min_width or 0, widest)
+
+    def choose(self, console: Console, options: ConsoleOptions) -> Table:
+        unbounded = options.update_width(_UNBOUNDED)
+        for layout in self.layouts[:-1]:
+            self._pin(layout, console, unbounded)
+            if Measurement.get(console, unbounded, layout).minimum <= options.max_width:
+                return layout
+        return self.layouts[-1]
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield self.choose(console, options)
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement.get(console, options, self.choose(console, options))
 
 
 def format_value(summary: MetricSummary, value: float | None) -> str:
@@ -21,32 +81,69 @@ def format_value(summary: MetricSummary, value: float | None) -> str:
     return "0.000" if text == "-0.000" else text  # float noise below zero
 
 
-def scorecard_table(record: RunRecord) -> Table:
-    table = Table(title=f"Scorecard: {record.name} ({record.id})", title_justify="left")
-    table.add_column("metric", no_wrap=True)
-    table.add_column("value", justify="right", no_wrap=True)
-    table.add_column("95% CI", justify="right", no_wrap=True)
+def _arrow(summary: MetricSummary) -> str:
+    return "↑" if summary.higher_is_better else "↓"
+
+
+def _failed(summary: MetricSummary) -> str:
+    return f"[red]{summary.n_failed}[/red]" if summary.n_failed else "0"
+
+
+def _counts(summary: MetricSummary) -> str:
+    return f"{summary.n_scored}/{summary.n_skipped}/{_failed(summary)}"
+
+
+def _value_and_interval(summary: MetricSummary) -> str:
+    """The value over its interval, the unit written once: the narrow tables' one column."""
+    value = format_value(summary, summary.value)
+    if summary.ci_low is None or summary.ci_high is None:
+        return value
+    low, high = summary.ci_low, summary.ci_high
+    if summary.unit == "ms":
+        interval = f"{low:.1f}-{high:.1f} ms"
+    elif summary.unit == "USD":
+        interval = f"${low:.5f}-{high:.5f}"
+    else:
+        interval = _interval(summary)
+    return f"{value}\n[dim]{interval}[/dim]"
+
+
+_COUNTS_CAPTION = "counts: n/skip/fail, the cases scored, skipped and failed"
+
+
+def scorecard_table(record: RunRecord) -> Fit:
+    """The run's scorecard: one row a metric (value, interval, counts), grouped."""
+    title = f"Scorecard: {inert(record.name)} ({inert(record.id)})"
+    wide = Table(title=title, title_justify="left")
+    wide.add_column("metric", no_wrap=True)
+    wide.add_column("value", justify="right", no_wrap=True)
+    wide.add_column("95% CI", justify="right", no_wrap=True)
     for column in ("n", "skip", "fail"):
-        table.add_column(column, justify="right", no_wrap=True, min_width=4)
+        wide.add_column(column, justify="right", no_wrap=True, min_width=4)
+    narrow = Table(title=title, title_justify="left", caption=_COUNTS_CAPTION)
+    narrow.add_column("metric", no_wrap=True)
+    narrow.add_column("value, 95% CI", justify="right", overflow="fold")
+    narrow.add_column("counts", justify="right", no_wrap=True)
     if record.scorecard is None:
-        return table
+        return Fit(wide, narrow)
     for group, names in record.scorecard.by_group.items():
-        table.add_row(f"[bold]{group}[/bold]")
+        wide.add_row(f"[bold]{inert(group)}[/bold]")
+        narrow.add_row(f"[bold]{inert(group)}[/bold]")
         for name in names:
             summary = record.scorecard.get(name)
             if summary is None:
                 continue
-            interval = _interval(summary)
-            arrow = "↑" if summary.higher_is_better else "↓"
-            table.add_row(
-                f"  {summary.name} {arrow}",
+            label = f"  {inert(summary.name)} {_arrow(summary)}"
+            wide.add_row(
+                label,
                 format_value(summary, summary.value),
-                interval,
+                _interval(summary),
                 str(summary.n_scored),
                 str(summary.n_skipped),
-                f"[red]{summary.n_failed}[/red]" if summary.n_failed else "0",
+                _failed(summary),
             )
-    return table
+            narrow.add_row(label, _value_and_interval(summary), _counts(summary))
+    return Fit(wide, narrow)
 
 
 def _interval(summary: MetricSummary) -> str:
@@ -57,15 +154,22 @@ def _interval(summary: MetricSummary) -> str:
 
 def breakdown_table(
     field: str, groups: dict[str, list[MetricSummary]], metrics: list[str] | None = None
-) -> Table:
-    """One row a group and metric: value, interval and counts."""
-    table = Table(title=f"Breakdown by {field}", title_justify="left")
-    for column in ("group", "metric"):
-        table.add_column(column, no_wrap=True)
-    table.add_column("value", justify="right", no_wrap=True)
-    table.add_column("95% CI", justify="right", no_wrap=True)
+) -> Fit:
+    """One row a group and metric: value, interval and counts. Group labels come from the
+    dataset: they wrap (never cut); metric names and numbers stay on one line."""
+    title = f"Breakdown by {inert(field)}"
+    wide = Table(title=title, title_justify="left")
+    wide.add_column("group", overflow="fold")
+    wide.add_column("metric", no_wrap=True)
+    wide.add_column("value", justify="right", no_wrap=True)
+    wide.add_column("95% CI", justify="right", no_wrap=True)
     for column in ("n", "skip", "fail"):
-        table.add_column(column, justify="right", no_wrap=True, min_width=4)
+        wide.add_column(column, justify="right", no_wrap=True, min_width=4)
+    narrow = Table(title=title, title_justify="left", caption=_COUNTS_CAPTION)
+    narrow.add_column("group", overflow="fold")
+    narrow.add_column("metric", no_wrap=True)
+    narrow.add_column("value, 95% CI", justify="right", overflow="fold")
+    narrow.add_column("counts", justify="right", no_wrap=True)
     for label, summaries in groups.items():
         first = True
         for summary in summaries:
@@ -73,42 +177,47 @@ def breakdown_table(
                 continue
             if not metrics and summary.n_scored == 0:
                 continue
-            table.add_row(
-                f"[bold]{label}[/bold]" if first else "",
-                summary.name,
+            group = f"[bold]{inert(label)}[/bold]" if first else ""
+            wide.add_row(
+                group,
+                inert(summary.name),
                 format_value(summary, summary.value),
                 _interval(summary),
                 str(summary.n_scored),
                 str(summary.n_skipped),
-                f"[red]{summary.n_failed}[/red]" if summary.n_failed else "0",
+                _failed(summary),
+            )
+            narrow.add_row(
+                group, inert(summary.name), _value_and_interval(summary), _counts(summary)
             )
             first = False
-    return table
+    return Fit(wide, narrow)
 
 
 def weighted_line(weighted: WeightedScore) -> str:
     if weighted.score is None:
         return "weighted score: - (no objective has a value)"
     parts = [
-        f"{name} {value:.3f} x {weighted.effective_weights[name]:.2f}"
+        f"{inert(name)} {value:.3f} x {weighted.effective_weights[name]:.2f}"
         for name, value in weighted.objectives.items()
         if value is not None and name in weighted.effective_weights
     ]
     line = f"weighted score: [bold]{weighted.score:.3f}[/bold] ({', '.join(parts)})"
     if weighted.missing:
-        line += f"; missing, weights renormalised: {', '.join(weighted.missing)}"
+        line += f"; missing, weights renormalised: {', '.join(map(inert, weighted.missing))}"
     return line
 
 
 def targets_table(results: list[TargetResult]) -> Table:
     table = Table(title="Targets", title_justify="left")
-    for column in ("metric", "target", "value", "status"):
+    table.add_column("metric", no_wrap=True)
+    for column in ("target", "value", "status"):
         table.add_column(column, no_wrap=True)
     colour = {"pass": "green", "fail": "red", "not_measured": "dim"}
     for result in results:
         table.add_row(
-            result.metric,
-            f"{result.op} {result.threshold:g}",
+            inert(result.metric),
+            f"{inert(result.op)} {result.threshold:g}",
             f"{result.value:.3f}" if result.value is not None else "-",
             f"[{colour[result.status]}]{result.status.replace('_', ' ')}[/]",
         )
@@ -120,12 +229,12 @@ def latency_table(performance: dict[str, Any]) -> Table | None:
     if not stages:
         return None
     table = Table(title="Latency by stage (ms)", title_justify="left")
-    table.add_column("stage", no_wrap=True)
+    table.add_column("stage", overflow="fold")  # stage names are the target's
     for column in ("n", "mean", "p50", "p95", "p99"):
         table.add_column(column, justify="right", no_wrap=True)
     for stage, row in stages.items():
         table.add_row(
-            stage,
+            inert(str(stage)),
             str(row["n"]),
             *(f"{row[key]:.1f}" for key in ("mean", "p50", "p95", "p99")),
         )
@@ -148,7 +257,7 @@ def cost_line(performance: dict[str, Any]) -> str | None:
     judge_text = (
         f"${judge['total_usd']:.4f}"
         if judge.get("total_usd") is not None
-        else judge.get("status", "-").replace("_", " ")
+        else inert(str(judge.get("status", "-")).replace("_", " "))
     )
     return f"{text} · judge cost: {judge_text}"
 
@@ -157,10 +266,82 @@ def reliability_line(report: dict[str, Any]) -> str:
     rate, kappa = report.get("disagreement_rate"), report.get("kappa")
     return (
         f"judge spot check ({report['spot_check_n']} cases, second judge "
-        f"{report['second_judge']}): disagreement "
+        f"{inert(str(report['second_judge']))}): disagreement "
         f"{'-' if rate is None else f'{rate:.2f}'}, Cohen's kappa "
         f"{'-' if kappa is None else f'{kappa:.2f}'} over {report['pairs']} verdict pairs"
     )
+
+
+def cases_table(results: Sequence[CaseResult], error_limit: int = ERROR_LIMIT) -> Table:
+    """``ragmeter show --cases``: one row a case (id, status, error, latency). Case ids and
+    error text are the dataset's and the target's: sanitised, wrapped, the error cut at
+    ``error_limit`` characters."""
+    table = Table(title="Cases", title_justify="left")
+    table.add_column("case", overflow="fold", ratio=1)
+    table.add_column("status", no_wrap=True)
+    table.add_column("error", overflow="fold", ratio=3)
+    table.add_column("latency ms", justify="right", no_wrap=True)
+    for result in results:
+        error = Text()
+        if result.error_type or result.error_message:
+            error.append_text(inert_text(result.error_type or "error", style="red"))
+            if result.error_message:
+                error.append(": ")
+                error.append_text(inert_text(result.error_message, error_limit))
+        table.add_row(
+            inert_text(result.case_id),
+            Text(result.status, style="green" if result.status == "ok" else "red"),
+            error,
+            f"{result.latency_ms:.1f}" if result.latency_ms is not None else "-",
+        )
+    return table
+
+
+def metrics_table(rows: Sequence[tuple[str, Metric]]) -> Fit:
+    """``ragmeter metrics``: every (family, metric) pair. Family and metric names never wrap
+    or get cut; the description (and the inputs a metric needs) wrap instead. Where the
+    console is too narrow for a column each, families become section rows and group, unit
+    and inputs move under the description."""
+    caption = "↑ higher is better · ↓ lower is better"
+    wide = Table(title="Metrics", title_justify="left", caption=caption)
+    wide.add_column("family", no_wrap=True)
+    wide.add_column("metric", no_wrap=True)
+    wide.add_column("group", no_wrap=True)
+    wide.add_column("needs", overflow="fold", max_width=24)
+    wide.add_column("description", overflow="fold", ratio=1, min_width=30)
+    narrow = Table(title="Metrics", title_justify="left", caption=caption)
+    narrow.add_column("metric", no_wrap=True)
+    narrow.add_column("description", overflow="fold", ratio=1)
+    family_seen: str | None = None
+    for family, metric in rows:
+        first = family != family_seen
+        if first:
+            if family_seen is not None:
+                narrow.add_section()
+            narrow.add_row(inert_text(family, style="bold"), "")
+            family_seen = family
+        name = inert_text(metric.name)
+        name.append(" ↑" if metric.higher_is_better else " ↓")
+        description = inert_text(metric.description or "-")
+        needs = inert_text(", ".join(metric.requires) or "-")
+        wide.add_row(
+            inert_text(family, style="bold") if first else "",
+            name,
+            inert_text(metric.group),
+            needs,
+            description,
+            end_section=False,
+        )
+        facts = [f"group {metric.group}"]
+        if metric.unit:
+            facts.append(f"unit {metric.unit}")
+        if metric.requires:
+            facts.append("needs " + ", ".join(metric.requires))
+        under = description.copy()
+        under.append("\n")
+        under.append_text(inert_text(" · ".join(facts), style="dim"))
+        narrow.add_row(name, under)
+    return Fit(wide, narrow)
 
 
 def print_run(record: RunRecord, console: Console) -> None:
@@ -178,7 +359,7 @@ def print_run(record: RunRecord, console: Console) -> None:
     if record.judge_reliability:
         console.print(reliability_line(record.judge_reliability))
     console.print(
-        f"run [bold]{record.id}[/bold] · {record.status} · "
-        f"datasets: {', '.join(record.datasets)} · "
+        f"run [bold]{inert(record.id)}[/bold] · {inert(record.status)} · "
+        f"datasets: {', '.join(map(inert, record.datasets))} · "
         f"questions: {record.question_count} · errors: {record.error_count}"
     )

@@ -6,8 +6,10 @@ from collections import Counter
 from typing import Any
 
 import numpy as np
+from rich.table import Table
 
 from ragmeter.models import Case, CaseResult, RunRecord, Score
+from ragmeter.reports.terminal import inert, inert_text
 
 
 def _distribution(values: list[float]) -> dict[str, float]:
@@ -76,3 +78,34 @@ def run_stats(record: RunRecord, results: list[CaseResult], scores: list[Score])
         ),
         "metric_coverage": coverage,
     }
+
+
+def _stat_text(value: Any) -> str:
+    if isinstance(value, dict) and value and all(isinstance(v, dict) for v in value.values()):
+        return "\n".join(
+            f"{name}: " + ", ".join(f"{k} {v}" for k, v in row.items())
+            for name, row in value.items()
+        )
+    if isinstance(value, dict):
+        return (
+            ", ".join(
+                f"{k} {v:.1f}" if isinstance(v, float) else f"{k} {v}" for k, v in value.items()
+            )
+            or "-"
+        )
+    return str(value)
+
+
+def stats_tables(document: dict[str, Any]) -> list[Table]:
+    """``ragmeter stats`` on the console: a table a section (``dataset``, ``run``). Labels
+    (categories, tags, difficulty, dataset names, error types, the run name) come from the
+    dataset and the target: they are sanitised and printed literally."""
+    tables = []
+    for section, stats in document.items():
+        table = Table(title=inert(section), title_justify="left")
+        table.add_column("statistic", no_wrap=True)
+        table.add_column("value", overflow="fold")
+        for key, value in stats.items():
+            table.add_row(inert(key.replace("_", " ")), inert_text(_stat_text(value)))
+        tables.append(table)
+    return tables

@@ -8,7 +8,10 @@ resumes by asking only the unanswered cases, and a stored run can be re-scored o
 from __future__ import annotations
 
 import asyncio
+import os
 import random
+import re
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -20,11 +23,14 @@ from typing import Any
 from ragmeter import __version__
 from ragmeter.config import EvalConfig, TargetConfig, config_snapshot
 from ragmeter.datasets import load_datasets
+from ragmeter.errors import InputError
 from ragmeter.metrics import MetricSettings, resolve_metrics, score_case
 from ragmeter.metrics.base import Metric
 from ragmeter.metrics.performance import apply_prices, performance_summary
 from ragmeter.models import Case, CaseResult, RunRecord, Score, Scorecard
+from ragmeter.redaction import SAFE_HEADERS, redact, redact_text, remember_secret
 from ragmeter.reports.json_report import write_run_json
+from ragmeter.runner import preflight
 from ragmeter.scoring.aggregate import aggregate_with_breakdowns
 from ragmeter.scoring.breakdowns import check_field
 from ragmeter.scoring.targets import check_targets, parse_targets
@@ -32,18 +38,23 @@ from ragmeter.scoring.weighted import weighted_score
 from ragmeter.store.sqlite import RunStore
 from ragmeter.targets import Target, TargetError, build_target
 
-FLUSH_EVERY = 64
-FLUSH_SECONDS = 0.25
+DEFAULT_STORE = EvalConfig.model_fields["store"].default
 
 ProgressHook = Callable[[int, int], None]
 
 
 class RunInterruptedError(RuntimeError):
-    def __init__(self, run_id: str) -> None:
+    """A run stopped by the user (Ctrl-C, SIGTERM) or cancelled: what was done is stored and
+    the run is marked ``interrupted``."""
+
+    def __init__(self, run_id: str, store: str | None = None, stage: str = "asking") -> None:
+        store_option = f" --store {store}" if store and store != DEFAULT_STORE else ""
         super().__init__(
-            f"run {run_id} was interrupted; finish it with: ragmeter eval --resume {run_id}"
+            f"run {run_id} was interrupted while {stage}; the answers so far are stored. "
+            f"Finish it with: ragmeter eval --resume {run_id}{store_option}"
         )
         self.run_id = run_id
+        self.stage = stage
 
 
 @dataclass(repr=False)
@@ -68,7 +79,11 @@ def new_run_record(
     """A new run's record: a fresh id and the redacted config snapshot with ``snapshot_extras``
     (target info, where a rescore came from)."""
     run_id = uuid.uuid4().hex[:12]
-    snapshot = {**config_snapshot(config), **snapshot_extras, "ragmeter_version": __version__}
+    snapshot = {
+        **config_snapshot(config),
+        **redact(snapshot_extras),
+        "ragmeter_version": __version__,
+    }
     return RunRecord(
         id=run_id,
         name=name or config.name or f"eval-{run_id[:8]}",
@@ -113,7 +128,7 @@ async def ask(target: Target, case: Case, timeout_s: float) -> CaseResult:
             case_id=case.case_id,
             status="error",
             error_type=exc.error_type,
-            error_message=exc.message,
+            error_message=redact_text(exc.message),
             attempts=exc.attempts,
             latency_ms=(time.perf_counter() - started) * 1000.0,
         )
@@ -130,7 +145,7 @@ async def ask(target: Target, case: Case, timeout_s: float) -> CaseResult:
             case_id=case.case_id,
             status="error",
             error_type=f"exception:{type(exc).__name__}",
-            error_message=str(exc),
+            error_message=redact_text(str(exc)),
             latency_ms=(time.perf_counter() - started) * 1000.0,
         )
     elapsed = (time.perf_counter() - started) * 1000.0
@@ -153,20 +168,12 @@ async def query_cases(
     timeout_s: float,
     on_progress: ProgressHook | None = None,
 ) -> None:
-    """Ask every case; results are committed in small batches as they arrive."""
+    """Ask every case; each answer is committed as soon as it arrives, so a killed run loses
+    only the cases that were in flight."""
     queue: asyncio.Queue[Case] = asyncio.Queue()
     for case in cases:
         queue.put_nowait(case)
-    buffer: list[CaseResult] = []
     done = 0
-    last_flush = time.monotonic()
-
-    def flush() -> None:
-        nonlocal last_flush
-        if buffer:
-            store.save_results(run_id, buffer)
-            buffer.clear()
-        last_flush = time.monotonic()
 
     async def worker() -> None:
         nonlocal done
@@ -176,10 +183,8 @@ async def query_cases(
             except asyncio.QueueEmpty:
                 return
             result = await ask(target, case, timeout_s)
-            buffer.append(result)
+            store.save_results(run_id, [result])
             done += 1
-            if len(buffer) >= FLUSH_EVERY or time.monotonic() - last_flush > FLUSH_SECONDS:
-                flush()
             if on_progress is not None:
                 on_progress(done, len(cases))
 
@@ -189,11 +194,17 @@ async def query_cases(
     finally:
         for task in workers:
             task.cancel()
-        flush()
+
+
+class ScoringStoppedError(Exception):
+    """Scoring was asked to stop (the run was interrupted); nothing of it is stored."""
 
 
 def score_results(
-    cases: list[Case], results: list[CaseResult], metrics: list[Metric]
+    cases: list[Case],
+    results: list[CaseResult],
+    metrics: list[Metric],
+    stop: threading.Event | None = None,
 ) -> list[Score]:
     by_id = {case.case_id: case for case in cases}
     answered = [(by_id[r.case_id], r.response) for r in results if r.response is not None]
@@ -210,13 +221,18 @@ def score_results(
                 )
     scores: list[Score] = []
     for result in results:
+        if stop is not None and stop.is_set():
+            raise ScoringStoppedError(result.case_id)
         case = by_id[result.case_id]
         for metric in metrics:
             failure = prepare_errors.get(id(metric.prepare)) if metric.prepare else None
             if failure:
                 scores.append(Score(case.case_id, metric.name, None, "failed", failure))
             else:
-                scores.append(score_case(metric, case, result))
+                score = score_case(metric, case, result)
+                if score.reason:
+                    score.reason = redact_text(score.reason)
+                scores.append(score)
     return scores
 
 
@@ -249,6 +265,9 @@ def configure_judge(config: EvalConfig, run_id: str, judge: str | None = None) -
         max_cost=config.max_judge_cost,
         run_id=run_id,
         prices=config.price_table(),
+        api_key_env=config.judge_api_key_env,
+        timeout_s=config.judge_timeout_s,
+        max_retries=config.judge_max_retries,
     )
 
 
@@ -284,10 +303,11 @@ def judge_spot_check(
 
 
 def score_run(
-    store: RunStore, run_id: str, config: EvalConfig
+    store: RunStore, run_id: str, config: EvalConfig, stop: threading.Event | None = None
 ) -> tuple[RunRecord, list[CaseResult], list[Score]]:
     """Score the stored responses of a run; store the scores, the scorecard, its breakdowns,
-    the weighted score, the targets table and the performance summary."""
+    the weighted score, the targets table and the performance summary. When ``stop`` is set
+    (the run was interrupted) scoring ends at the next case and nothing is written."""
     cases = store.get_cases(run_id)
     results = store.get_results(run_id)
     families = list(config.metrics)
@@ -296,7 +316,7 @@ def score_run(
         families += [] if "judged" in families else ["judged"]
     metrics = resolve_metrics(families, metric_settings(config))
     priced = apply_prices(results, config.prices)
-    scores = score_results(cases, results, metrics)
+    scores = score_results(cases, results, metrics, stop)
     scorecard, breakdowns = aggregate_with_breakdowns(
         scores, metrics, cases, config.breakdowns, config.bootstrap_resamples, config.seed
     )
@@ -321,9 +341,36 @@ def score_run(
         extras.judge_reliability = judge_spot_check(config, run_id, cases, results, scores)
     if config.judge:
         extras.performance["cost"]["judge"] = store.judge_cost(run_id)
+    if stop is not None and stop.is_set():
+        raise ScoringStoppedError(run_id)
     store.replace_scores(run_id, scores)
     store.finish_run(run_id, scorecard, now_iso(), sum(r.status != "ok" for r in results), extras)
     return store.get_run(run_id), results, scores
+
+
+def _score_in_thread(
+    config: EvalConfig, run_id: str, stop: threading.Event
+) -> tuple[RunRecord, list[CaseResult], list[Score]]:
+    """Scoring on its own connection, off the event loop, so an interruption is handled at
+    once instead of after the last case is scored."""
+    store = RunStore(config.store)
+    try:
+        return score_run(store, run_id, config, stop)
+    finally:
+        store.close()
+
+
+def _remember_target_secrets(config: TargetConfig) -> None:
+    """Header values (literal or expanded from the environment) are masked wherever they
+    appear later: in a stored error message, a reason, a printed line."""
+    for name, value in config.headers.items():
+        if name.lower() in SAFE_HEADERS:
+            continue
+        expanded = re.sub(r"\$\{(\w+)\}", lambda m: os.environ.get(m.group(1), ""), value)
+        remember_secret(expanded)
+        words = expanded.split()
+        if len(words) > 1:  # "Bearer TOKEN": the token alone
+            remember_secret(words[-1])
 
 
 async def run_evaluation_async(
@@ -335,8 +382,16 @@ async def run_evaluation_async(
     on_progress: ProgressHook | None = None,
     on_start: Callable[[RunRecord, int], None] | None = None,
 ) -> RunOutcome:
+    """Check everything that can be checked, ask the pending cases, score and store the run.
+
+    Nothing is asked before the names, options, cases, store and judges have been checked; an
+    interruption (Ctrl-C, SIGTERM, cancellation) at any stage leaves the run ``interrupted``
+    with every finished answer stored, ready for ``--resume``.
+    """
     record: RunRecord | None = None
     check_scoring_config(config)
+    preflight.check_names(config)
+    preflight.check_options(config)
     if resume is None:
         # datasets are read and validated before anything is written
         run_cases = sample_cases(
@@ -346,11 +401,19 @@ async def run_evaluation_async(
             config.samples,
             config.seed,
         )
+        preflight.check_cases(
+            config, run_cases, target_named=target is not None or preflight.target_was_named(config)
+        )
         pending = run_cases
     store = RunStore(config.store)
     try:
         if resume is not None:
             record = store.get_run(resume)
+            if record.status == "completed":
+                raise InputError(
+                    f"run {record.id} is already completed; nothing to resume "
+                    f"(`ragmeter show {record.id}` prints it)"
+                )
             config = _record_config(record.config).model_copy(
                 update={
                     "store": config.store,
@@ -359,42 +422,58 @@ async def run_evaluation_async(
                 }
             )
             run_cases = store.get_cases(record.id)
-            answered = store.answered_case_ids(record.id)
-            pending = [c for c in run_cases if c.case_id not in answered]
-
+        judge_info = await preflight.check_judges(config) if config.judge else {}
+        _remember_target_secrets(config.target)
         owns_target = target is None
         if target is None:
             target = build_target(config.target, concurrency=config.concurrency)
         try:
             target_info = await target.preflight()
             if record is None:
+                extras: dict[str, Any] = {"target_info": target_info}
+                if judge_info:
+                    extras["judge_info"] = judge_info
                 record = new_run_record(
                     config,
                     sorted({c.dataset or "unknown" for c in run_cases}),
                     len(run_cases),
-                    target_info=target_info,
+                    **extras,
                 )
                 store.create_run(record, run_cases)
-            if on_start is not None:
-                on_start(record, len(pending))
-            try:
-                await query_cases(
-                    target,
-                    pending,
-                    store,
-                    record.id,
-                    config.concurrency,
-                    config.case_timeout_s,
-                    on_progress,
-                )
-            except (asyncio.CancelledError, KeyboardInterrupt) as exc:
-                store.mark_interrupted(record.id)
-                raise RunInterruptedError(record.id) from exc
+            stop = threading.Event()
+            with store.lock_run(record.id):
+                answered = store.answered_case_ids(record.id)
+                pending = [c for c in run_cases if c.case_id not in answered]
+                if on_start is not None:
+                    on_start(record, len(pending))
+                stage = "asking"
+                try:
+                    await query_cases(
+                        target,
+                        pending,
+                        store,
+                        record.id,
+                        config.concurrency,
+                        config.case_timeout_s,
+                        on_progress,
+                    )
+                    if owns_target:
+                        await target.aclose()
+                        owns_target = False
+                    stage = "scoring"
+                    if config.store == ":memory:":  # one connection holds the whole store
+                        final, results, scores = score_run(store, record.id, config, stop)
+                    else:
+                        final, results, scores = await asyncio.to_thread(
+                            _score_in_thread, config, record.id, stop
+                        )
+                except (asyncio.CancelledError, KeyboardInterrupt) as exc:
+                    stop.set()
+                    store.mark_interrupted(record.id)
+                    raise RunInterruptedError(record.id, config.store, stage) from exc
         finally:
             if owns_target:
                 await target.aclose()
-
-        final, results, scores = score_run(store, record.id, config)
         run_file = write_run_json(Path(config.output_dir), final, results, scores)
         return RunOutcome(final, results, scores, run_file)
     finally:
@@ -441,6 +520,9 @@ def rescore(
         if output_dir is not None:
             update["output_dir"] = output_dir
         config = _record_config(source.config).model_copy(update=update)
+        preflight.check_names(config)
+        preflight.check_options(config)
+        judge_info = asyncio.run(preflight.check_judges(config)) if config.judge else {}
         record = new_run_record(
             config,
             source.datasets,
@@ -448,6 +530,7 @@ def rescore(
             name=config.name or f"rescore-{source.id[:8]}",
             target_info=source.config.get("target_info"),
             rescored_from=source.id,
+            **({"judge_info": judge_info} if judge_info else {}),
         )
         store.create_run(record, store.get_cases(source.id))
         store.save_results(record.id, store.get_results(source.id))

@@ -1,0 +1,78 @@
+"""Checks made before the first question: a mistake the user made must cost nothing.
+
+Names (metric families, judges), the options that only make sense together, the output folder,
+the cases themselves and the judge's key and server are all checked here, so a run never asks
+300 questions and then stops on ``--metrics nope``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ragmeter.config import EvalConfig
+from ragmeter.errors import InputError
+from ragmeter.models import Case
+from ragmeter.registry import UnknownNameError, registry
+
+
+def check_names(config: EvalConfig) -> None:
+    """Every metric family named in the config exists."""
+    for family in config.metrics:
+        try:
+            registry.get("metrics", family)
+        except UnknownNameError as exc:
+            raise InputError(f"--metrics: {exc}; list them with `ragmeter metrics`") from None
+
+
+def check_options(config: EvalConfig) -> None:
+    """Options that need each other, and the folder the run file goes to."""
+    if config.spot_check and not config.judge:
+        raise InputError("--spot-check re-judges cases with a second judge: name --judge too")
+    if config.spot_check and not config.second_judge:
+        raise InputError("--spot-check needs --second-judge SPEC (the judge to compare with)")
+    if config.second_judge and not config.judge:
+        raise InputError("--second-judge is used by --spot-check: name --judge too")
+    output = Path(config.output_dir)
+    if output.exists() and not output.is_dir():
+        raise InputError(
+            f"--output-dir {config.output_dir} is a file; run files go into a folder: "
+            "pass a folder path"
+        )
+
+
+def check_cases(config: EvalConfig, cases: list[Case], *, target_named: bool) -> None:
+    """A run needs cases, and a user's own dataset needs a system to ask."""
+    if not cases:
+        raise InputError(
+            f"no cases to evaluate in {', '.join(config.datasets)}: the dataset is empty"
+            + (" or --samples left none" if config.samples else "")
+        )
+    own_data = any(name != "demo" for name in config.datasets)
+    if own_data and not target_named and config.target.kind == "reference":
+        raise InputError(
+            "your dataset would be asked of the built-in reference pipeline over the bundled "
+            "demo corpus, which cannot answer it; name your system with --target "
+            "(http://HOST:PORT, module:function or replay:FILE.jsonl), give the reference "
+            "pipeline your documents with --corpus FOLDER, or pass --target reference to "
+            "evaluate the demo pipeline on purpose"
+        )
+
+
+def target_was_named(config: EvalConfig) -> bool:
+    """True when the config (file or flags) chose the target or its corpus explicitly."""
+    fields = config.target.model_fields_set
+    return "kind" in fields or "corpus" in fields
+
+
+async def check_judges(config: EvalConfig) -> dict[str, Any]:
+    """The judges' keys and servers answer; returns their redacted snapshot for the run."""
+    from ragmeter.judges import preflight_judge
+
+    snapshot: dict[str, Any] = {}
+    for role, spec in (("judge", config.judge), ("second_judge", config.second_judge)):
+        if spec:
+            snapshot[role] = await preflight_judge(
+                spec, api_key_env=config.judge_api_key_env, timeout_s=config.judge_timeout_s
+            )
+    return snapshot

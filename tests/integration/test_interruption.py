@@ -1,0 +1,230 @@
+"""Ctrl-C, SIGTERM and SIGKILL at every stage of a real ``ragmeter eval``, then ``--resume``:
+exactly N cases, the same scores as an uninterrupted run, and no completed answer asked twice.
+The server runs in this process so the test can count every request it received."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from edge_server import EdgeServer  # noqa: E402
+from faulty_server import FaultyServer  # noqa: E402
+
+pytestmark = pytest.mark.integration
+
+N = 40
+
+
+def write_cases(path: Path, n: int = N) -> dict[str, str]:
+    questions = {f"q{i:03d}": f"What does section {i} of the handbook say?" for i in range(n)}
+    with path.open("w", encoding="utf-8") as handle:
+        for case_id, question in questions.items():
+            case = {
+                "case_id": case_id,
+                "question": question,
+                "reference_answer": f"An answer to: {question}",
+                "gold_passages": [{"doc_id": "doc-a"}],
+            }
+            handle.write(json.dumps(case) + "\n")
+    return questions
+
+
+def start_eval(tmp_path: Path, *extra: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "ragmeter",
+            "eval",
+            "-d",
+            str(tmp_path / "cases.jsonl"),
+            "--store",
+            str(tmp_path / "runs.db"),
+            "--output-dir",
+            str(tmp_path / "runs"),
+            "--no-progress",
+            "--concurrency",
+            "2",
+            *extra,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+    )
+
+
+def cli(tmp_path: Path, *args: str, store: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ragmeter", *args, "--store", str(store or tmp_path / "runs.db")],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=tmp_path,
+    )
+
+
+def query(store: Path, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+    try:
+        with sqlite3.connect(f"file:{store}?mode=ro", uri=True, timeout=5) as db:
+            return db.execute(sql, params).fetchall()
+    except sqlite3.Error:  # not created yet
+        return []
+
+
+def wait_for(condition: Callable[[], bool], proc: subprocess.Popen[str], what: str) -> None:
+    deadline = time.monotonic() + 60
+    while not condition():
+        assert proc.poll() is None, f"eval exited before {what}: {proc.communicate()}"
+        assert time.monotonic() < deadline, f"no {what} within 60 s"
+        time.sleep(0.02)
+
+
+def answered(store: Path) -> set[str]:
+    return {row[0] for row in query(store, "SELECT case_id FROM responses")}
+
+
+def comparable_scores(store: Path) -> dict[tuple[str, str], tuple[str, Any]]:
+    rows = query(store, "SELECT case_id, metric, status, value FROM scores")
+    return {
+        (case_id, metric): (status, None if value is None else round(value, 9))
+        for case_id, metric, status, value in rows
+        if "latency" not in metric and "throughput" not in metric
+    }
+
+
+@pytest.fixture(scope="module")
+def slow_server() -> Iterator[FaultyServer]:
+    with FaultyServer(delay_s=0.05) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def reference_scores(
+    slow_server: FaultyServer, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, dict[tuple[str, str], tuple[str, Any]]]:
+    """Scores of uninterrupted runs (offline metrics; the default set) over the same cases."""
+    out: dict[str, dict[tuple[str, str], tuple[str, Any]]] = {}
+    for label, metrics in (("offline", ["--metrics", "retrieval,lexical"]), ("default", [])):
+        folder = tmp_path_factory.mktemp(f"reference-{label}")
+        write_cases(folder / "cases.jsonl")
+        proc = start_eval(folder, "--target", slow_server.url, *metrics)
+        _, stderr = proc.communicate(timeout=180)
+        assert proc.returncode == 0, stderr
+        out[label] = comparable_scores(folder / "runs.db")
+    return out
+
+
+def finish_and_check(
+    tmp_path: Path,
+    proc: subprocess.Popen[str],
+    code: int,
+    server: FaultyServer,
+    questions: dict[str, str],
+    expected: dict[tuple[str, str], tuple[str, Any]],
+) -> None:
+    stdout, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == code, (stdout, stderr)
+    store = tmp_path / "runs.db"
+    ((run_id, status),) = query(store, "SELECT id, status FROM runs")
+    assert status == "interrupted"
+    assert f"ragmeter eval --resume {run_id}" in stderr
+    assert "Traceback" not in stderr
+    kept = answered(store)
+    asked_before = {case_id: server.requests_for(q) for case_id, q in questions.items()}
+    resumed = cli(tmp_path, "eval", "--resume", run_id, "--no-progress")
+    assert resumed.returncode == 0, resumed.stderr
+    assert query(store, "SELECT status FROM runs") == [("completed",)]
+    ((total, distinct),) = query(store, "SELECT COUNT(*), COUNT(DISTINCT case_id) FROM responses")
+    assert total == distinct == len(questions)
+    for case_id in kept:  # a stored answer is never asked again
+        assert server.requests_for(questions[case_id]) == asked_before[case_id]
+    assert comparable_scores(store) == expected
+
+
+def test_sigint_while_asking_then_resume(
+    slow_server: FaultyServer, reference_scores: Any, tmp_path: Path
+) -> None:
+    questions = write_cases(tmp_path / "cases.jsonl")
+    proc = start_eval(tmp_path, "--target", slow_server.url, "--metrics", "retrieval,lexical")
+    store = tmp_path / "runs.db"
+    wait_for(lambda: len(answered(store)) >= 8, proc, "8 answers")
+    ((run_id,),) = query(store, "SELECT id FROM runs")
+    second = cli(tmp_path, "eval", "--resume", run_id, "--no-progress")
+    assert second.returncode == 2 and "another process" in second.stderr, second.stderr
+    proc.send_signal(signal.SIGINT)
+    finish_and_check(tmp_path, proc, 130, slow_server, questions, reference_scores["offline"])
+
+
+def test_sigterm_while_scoring_then_resume(
+    slow_server: FaultyServer, reference_scores: Any, tmp_path: Path
+) -> None:
+    questions = write_cases(tmp_path / "cases.jsonl")
+    proc = start_eval(tmp_path, "--target", slow_server.url)
+    store = tmp_path / "runs.db"
+    wait_for(lambda: len(answered(store)) == N, proc, "every answer")
+    started = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=30)
+    assert time.monotonic() - started < 10  # stops at once, not after scoring
+    assert query(store, "SELECT COUNT(*) FROM scores") == [(0,)]
+    finish_and_check(tmp_path, proc, 143, slow_server, questions, reference_scores["default"])
+
+
+def test_sigint_while_judging_stops_at_once(tmp_path: Path) -> None:
+    write_cases(tmp_path / "cases.jsonl", 3)
+    with EdgeServer(judge_hang_s=60) as server:
+        proc = start_eval(
+            tmp_path,
+            "--target",
+            server.url,
+            "--metrics",
+            "lexical,judged",
+            "--judge",
+            f"{server.url}/v1#judge-model",
+            "--judge-timeout",
+            "50",
+        )
+        wait_for(lambda: server.judge_requests >= 1, proc, "a judge request")
+        started = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=30)
+        assert time.monotonic() - started < 10
+    assert proc.returncode == 130, (stdout, stderr)
+    assert "while scoring" in stderr and "--resume" in stderr
+    assert query(tmp_path / "runs.db", "SELECT status FROM runs") == [("interrupted",)]
+
+
+def test_sigkill_then_resume_asks_only_unanswered(
+    slow_server: FaultyServer, reference_scores: Any, tmp_path: Path
+) -> None:
+    questions = write_cases(tmp_path / "cases.jsonl")
+    proc = start_eval(tmp_path, "--target", slow_server.url, "--metrics", "retrieval,lexical")
+    store = tmp_path / "runs.db"
+    wait_for(lambda: len(answered(store)) >= 8, proc, "8 answers")
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=10)
+    ((run_id, status),) = query(store, "SELECT id, status FROM runs")
+    assert status == "running"  # nobody could mark it
+    kept = answered(store)
+    asked_before = {case_id: slow_server.requests_for(q) for case_id, q in questions.items()}
+    resumed = cli(tmp_path, "eval", "--resume", run_id, "--no-progress")
+    assert resumed.returncode == 0, resumed.stderr
+    ((total, distinct),) = query(store, "SELECT COUNT(*), COUNT(DISTINCT case_id) FROM responses")
+    assert total == distinct == N
+    for case_id in kept:
+        assert slow_server.requests_for(questions[case_id]) == asked_before[case_id]
+    assert comparable_scores(store) == reference_scores["offline"]
