@@ -31,6 +31,7 @@ from ragmeter.models import Case, CaseResult, RunRecord, Score, Scorecard
 from ragmeter.redaction import SAFE_HEADERS, redact, redact_text, remember_secret
 from ragmeter.reports.json_report import write_run_json
 from ragmeter.runner import preflight
+from ragmeter.runner.background import in_daemon_thread
 from ragmeter.scoring.aggregate import aggregate_with_breakdowns
 from ragmeter.scoring.breakdowns import check_field
 from ragmeter.scoring.targets import check_targets, parse_targets
@@ -183,7 +184,7 @@ async def query_cases(
             except asyncio.QueueEmpty:
                 return
             result = await ask(target, case, timeout_s)
-            store.save_results(run_id, [result])
+            store.save_result(run_id, result)
             done += 1
             if on_progress is not None:
                 on_progress(done, len(cases))
@@ -464,7 +465,7 @@ async def run_evaluation_async(
                     if config.store == ":memory:":  # one connection holds the whole store
                         final, results, scores = score_run(store, record.id, config, stop)
                     else:
-                        final, results, scores = await asyncio.to_thread(
+                        final, results, scores = await in_daemon_thread(
                             _score_in_thread, config, record.id, stop
                         )
                 except (asyncio.CancelledError, KeyboardInterrupt) as exc:

@@ -4,18 +4,41 @@ Tables: ``runs`` (one row a run, config snapshot and scorecard as JSON), ``cases
 a run, in order), ``responses`` (one row a case once asked: response or error) and ``scores``
 (one row a case and metric). Responses are committed as they arrive, so a killed run loses at
 most the cases that were in flight, and ``--resume`` asks only the cases with no response.
+
+Several processes may share a store: each write is a short transaction (big writes go in chunks
+of ``WRITE_CHUNK_ROWS`` rows) and a writer waits up to ``BUSY_TIMEOUT_S`` for the lock. Every
+SQLite failure surfaces as a :class:`~ragmeter.errors.StoreError` that says what to do, and a
+stored row that no longer validates is reported, not raised.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from itertools import islice
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+from urllib.parse import quote
 
+from pydantic import ValidationError
+
+from ragmeter.errors import StoreError
 from ragmeter.models import Case, CaseResult, Response, RunRecord, Score, Scorecard
+from ragmeter.store.lock import RunLock, holder_pid
+
+# how long a writer waits for another process's write transaction before giving up
+BUSY_TIMEOUT_S = 60.0
+# rows a big write (cases, responses, scores) commits at a time: a chunk holds the write lock
+# for ~50 ms, and the next chunk's rows are built outside the lock, so a waiting writer gets in
+WRITE_CHUNK_ROWS = 10_000
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+_HINT = "pass --store a new or existing .db file"
+
+_T = TypeVar("_T")
 
 MIGRATIONS: list[str] = [
     # 1: initial schema
@@ -107,72 +130,230 @@ class RunNotFoundError(KeyError):
         return f"no run {self.args[0]!r} in the store"
 
 
+def _chunks(rows: Iterable[_T], size: int) -> Iterator[list[_T]]:
+    iterator = iter(rows)
+    while chunk := list(islice(iterator, size)):
+        yield chunk
+
+
+def _describe(error: ValidationError, prefix: str = "") -> str:
+    """``field.path: message`` for each problem of a validation error (at most three)."""
+    parts = []
+    for item in error.errors()[:3]:
+        where = ".".join(str(part) for part in item["loc"])
+        parts.append(f"{prefix}{where or 'JSON'}: {item['msg']}")
+    more = len(error.errors()) - 3
+    return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
+
+
 class RunStore:
-    def __init__(self, path: str | Path) -> None:
+    """The run store at ``path`` (a SQLite file, or ``":memory:"``).
+
+    ``create=False`` opens an existing store only (for read-only commands): a missing file
+    raises :class:`StoreError` and nothing is created. A path that is a folder, not a SQLite
+    file, a corrupt or truncated database, or some other application's database raises
+    :class:`StoreError` too.
+    """
+
+    def __init__(self, path: str | Path, *, create: bool = True) -> None:
         self.path = Path(path)
-        if str(path) != ":memory:":
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
-        self.db.row_factory = sqlite3.Row
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.execute("PRAGMA foreign_keys=ON")
-        self.db.execute("PRAGMA busy_timeout=5000")
-        self._migrate()
+        self.memory = str(path) == ":memory:"
+        target = ":memory:" if self.memory else self._check_path(create)
+        try:
+            self.db = sqlite3.connect(
+                target,
+                timeout=BUSY_TIMEOUT_S,
+                check_same_thread=False,
+                isolation_level=None,
+                uri=not self.memory,
+            )
+        except sqlite3.Error as exc:
+            raise self._error(exc, "opening it") from exc
+        try:
+            self.db.row_factory = sqlite3.Row
+            self.db.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
+            self._check_schema()  # before anything is written into somebody else's file
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.execute("PRAGMA foreign_keys=ON")
+            self._migrate()
+        except BaseException as exc:
+            self.db.close()
+            if isinstance(exc, sqlite3.Error):
+                raise self._error(exc, "opening it") from exc
+            raise
+
+    # opening ----------------------------------------------------------------------------------
+    def _not_a_store(self, why: str) -> StoreError:
+        return StoreError(f"{self.path} is not a ragmeter run store ({why}); {_HINT}")
+
+    def _check_path(self, create: bool) -> str:
+        """Refuse folders, non-SQLite files and (unless ``create``) a missing store; return the
+        URI to open."""
+        path = self.path
+        if path.is_dir():
+            raise self._not_a_store("it is a folder")
+        if path.exists():
+            try:
+                with path.open("rb") as handle:
+                    head = handle.read(len(_SQLITE_MAGIC))
+            except OSError as exc:
+                raise StoreError(
+                    f"cannot read the run store {path}: {exc.strerror or exc}"
+                ) from exc
+            if head and head != _SQLITE_MAGIC[: len(head)]:
+                raise self._not_a_store("file is not a database")
+            mode = "rw"
+        elif not create:
+            raise StoreError(f"no run store at {path}; run `ragmeter eval` first or pass --store")
+        else:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(
+                    f"cannot create the run store {path}: {exc.strerror or exc}; {_HINT}"
+                ) from exc
+            mode = "rwc"
+        return f"file:{quote(str(path.absolute()))}?mode={mode}"
+
+    def _check_schema(self) -> None:
+        tables = {
+            row[0] for row in self.db.execute("SELECT name FROM sqlite_master WHERE type='table'")
+        }
+        if tables and "schema_migrations" not in tables:
+            raise self._not_a_store("a SQLite database without ragmeter's tables")
 
     def _migrate(self) -> None:
-        self.db.execute(
-            "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY)"
-        )
-        done = {row[0] for row in self.db.execute("SELECT version FROM schema_migrations")}
-        for version, script in enumerate(MIGRATIONS, start=1):
-            if version in done:
-                continue
-            with self.transaction():
+        def done() -> set[int]:
+            self.db.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY)"
+            )
+            return {row[0] for row in self.db.execute("SELECT version FROM schema_migrations")}
+
+        if self.db.execute(
+            "SELECT 1 FROM sqlite_master WHERE type='table' AND name='schema_migrations'"
+        ).fetchone() and len(done()) >= len(MIGRATIONS):
+            return
+        # another process may be creating the same store: decide under the write lock
+        with self.transaction():
+            applied = done()
+            for version, script in enumerate(MIGRATIONS, start=1):
+                if version in applied:
+                    continue
                 for statement in script.split(";"):
                     if statement.strip():
                         self.db.execute(statement)
                 self.db.execute("INSERT INTO schema_migrations (version) VALUES (?)", (version,))
 
+    # errors ------------------------------------------------------------------------------------
+    def _error(self, exc: sqlite3.Error, doing: str) -> StoreError:
+        """A StoreError that says what went wrong with the store and what to do about it."""
+        code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+        where = f"run store {self.path}"
+        detail = str(exc)
+        if code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+            return StoreError(
+                f"{where} is busy: another process held its write lock for more than"
+                f" {BUSY_TIMEOUT_S:g} s while {doing}; try again when that process has finished"
+            )
+        if code in (sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT):
+            return self._not_a_store(detail)
+        if code == sqlite3.SQLITE_FULL:
+            return StoreError(f"{where}: the disk is full ({doing}); free some space and retry")
+        if code == sqlite3.SQLITE_READONLY:
+            return StoreError(f"{where} is read-only ({detail}); {_HINT}")
+        if code == sqlite3.SQLITE_CANTOPEN:
+            return StoreError(f"cannot open the {where} ({detail}); {_HINT}")
+        return StoreError(f"{where}: {doing} failed: {detail}")
+
+    @contextmanager
+    def _errors(self, doing: str) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise self._error(exc, doing) from exc
+
+    # transactions -------------------------------------------------------------------------------
     @property
     def schema_version(self) -> int:
-        row = self.db.execute("SELECT MAX(version) FROM schema_migrations").fetchone()
+        with self._errors("reading the schema version"):
+            row = self.db.execute("SELECT MAX(version) FROM schema_migrations").fetchone()
         return int(row[0] or 0)
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
+        """One write transaction (``BEGIN IMMEDIATE``: it waits for the write lock up front)."""
         self.db.execute("BEGIN IMMEDIATE")
         try:
             yield
         except BaseException:
-            self.db.execute("ROLLBACK")
+            if self.db.in_transaction:  # SQLite may have rolled back already (disk full)
+                self.db.execute("ROLLBACK")
             raise
         self.db.execute("COMMIT")
+
+    def _write_chunks(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        """``executemany`` in transactions of at most WRITE_CHUNK_ROWS rows."""
+        for chunk in _chunks(rows, WRITE_CHUNK_ROWS):  # rows are built outside the lock
+            with self.transaction():
+                self.db.executemany(sql, chunk)
 
     def close(self) -> None:
         self.db.close()
 
+    # run locks ----------------------------------------------------------------------------------
+    def lock_run(self, run_id: str) -> RunLock:
+        """``with store.lock_run(run_id):`` makes this process the only one driving the run.
+
+        Raises :class:`~ragmeter.errors.RunLockedError` (naming the holder's pid) if another
+        process holds it. The lock is a ``flock`` on ``<store>.locks/<run_id>.lock``, released
+        by the kernel whenever the holder ends, SIGKILL included. A no-op for ``:memory:``.
+        """
+        return _NoLock() if self.memory else RunLock(self.path, run_id)
+
+    def run_driver_pid(self, run_id: str) -> int | None:
+        """The pid of the live process driving ``run_id``, or None (a ``running`` run with no
+        driver was killed and can be resumed)."""
+        return None if self.memory else holder_pid(self.path, run_id)
+
     # runs -----------------------------------------------------------------------------------
     def create_run(self, record: RunRecord, cases: list[Case]) -> None:
-        with self.transaction():
-            self.db.execute(
-                "INSERT INTO runs (id, name, status, created_at, schema_version, config_json,"
-                " datasets_json, question_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    record.id,
-                    record.name,
-                    record.status,
-                    record.created_at,
-                    record.schema_version,
-                    json.dumps(record.config),
-                    json.dumps(record.datasets),
-                    len(cases),
-                ),
-            )
-            self.db.executemany(
-                "INSERT INTO cases (run_id, case_id, position, case_json) VALUES (?, ?, ?, ?)",
-                [(record.id, c.case_id, i, c.model_dump_json()) for i, c in enumerate(cases)],
-            )
+        """Store a new run and its cases. The run becomes visible only once all of its cases
+        are stored (a big run's cases are written in chunks, the run row last)."""
+        run_row = (
+            record.id,
+            record.name,
+            record.status,
+            record.created_at,
+            record.schema_version,
+            json.dumps(record.config),
+            json.dumps(record.datasets),
+            len(cases),
+        )
+        case_rows = ((record.id, c.case_id, i, c.model_dump_json()) for i, c in enumerate(cases))
+        insert_case = "INSERT INTO cases (run_id, case_id, position, case_json) VALUES (?, ?, ?, ?)"
+        with self._errors(f"storing run {record.id}"):
+            if self.db.execute("SELECT 1 FROM runs WHERE id=?", (record.id,)).fetchone():
+                raise StoreError(f"run {record.id} already exists in {self.path}")
+            # the cases reference the run row, which comes last: checked by hand, not by SQLite
+            self.db.execute("PRAGMA foreign_keys=OFF")
+            try:
+                with self.transaction():  # cases left by an earlier attempt that died
+                    self.db.execute("DELETE FROM cases WHERE run_id=?", (record.id,))
+                self._write_chunks(insert_case, case_rows)
+                with self.transaction():
+                    self.db.execute(
+                        "INSERT INTO runs (id, name, status, created_at, schema_version,"
+                        " config_json, datasets_json, question_count)"
+                        " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                        run_row,
+                    )
+            finally:
+                self.db.execute("PRAGMA foreign_keys=ON")
 
     def finish_run(
         self,
@@ -185,7 +366,7 @@ class RunStore:
         """Mark a run completed with its scorecard; ``extras`` (a record) supplies breakdowns,
         weighted score, targets and performance summary."""
         extras_json = extras.model_dump_json(include=set(_EXTRAS)) if extras else None
-        with self.transaction():
+        with self._errors(f"finishing run {run_id}"), self.transaction():
             self.db.execute(
                 "UPDATE runs SET status='completed', completed_at=?, scorecard_json=?,"
                 " error_count=?, extras_json=? WHERE id=?",
@@ -193,89 +374,165 @@ class RunStore:
             )
 
     def mark_interrupted(self, run_id: str) -> None:
-        self.db.execute(
-            "UPDATE runs SET status='interrupted' WHERE id=? AND status='running'", (run_id,)
-        )
+        with self._errors(f"marking run {run_id} interrupted"):
+            self.db.execute(
+                "UPDATE runs SET status='interrupted' WHERE id=? AND status='running'", (run_id,)
+            )
 
     def get_run(self, run_id: str) -> RunRecord:
-        row = self.db.execute("SELECT * FROM runs WHERE id=?", (run_id,)).fetchone()
-        if row is None:
-            matches = self.db.execute(
-                "SELECT * FROM runs WHERE id LIKE ?", (f"{run_id}%",)
-            ).fetchall()
-            if len(matches) != 1:
-                raise RunNotFoundError(run_id)
-            row = matches[0]
+        """The run ``run_id`` (or the only run whose id starts with it).
+
+        Raises RunNotFoundError, or StoreError if the stored run no longer validates."""
+        with self._errors(f"reading run {run_id}"):
+            row = self.db.execute("SELECT * FROM runs WHERE id=?", (run_id,)).fetchone()
+            if row is None:
+                prefix = run_id.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+                matches = self.db.execute(
+                    "SELECT * FROM runs WHERE id LIKE ? ESCAPE '\\' LIMIT 2", (f"{prefix}%",)
+                ).fetchall()
+                if len(matches) != 1:
+                    raise RunNotFoundError(run_id)
+                row = matches[0]
         return self._record(row)
 
     def list_runs(self, limit: int = 50) -> list[RunRecord]:
-        rows = self.db.execute("SELECT * FROM runs ORDER BY created_at DESC LIMIT ?", (limit,))
-        return [self._record(row) for row in rows]
+        """The newest runs. A run whose scorecard or extras no longer validate is listed
+        without them (``get_run`` names the problem); one whose core fields do not is left
+        out."""
+        with self._errors("listing runs"):
+            rows = self.db.execute(
+                "SELECT * FROM runs ORDER BY created_at DESC LIMIT ?", (limit,)
+            ).fetchall()
+        records = []
+        for row in rows:
+            try:
+                records.append(self._record(row))
+            except StoreError:
+                try:
+                    records.append(self._record(row, lenient=True))
+                except StoreError:
+                    continue
+        return records
 
-    @staticmethod
-    def _record(row: sqlite3.Row) -> RunRecord:
-        extras = json.loads(row["extras_json"]) if row["extras_json"] else {}
-        return RunRecord(
-            **{key: value for key, value in extras.items() if key in _EXTRAS},
-            schema_version=row["schema_version"],
-            id=row["id"],
-            name=row["name"],
-            status=row["status"],
-            created_at=row["created_at"],
-            completed_at=row["completed_at"],
-            config=json.loads(row["config_json"]),
-            datasets=json.loads(row["datasets_json"]),
-            scorecard=Scorecard.model_validate_json(row["scorecard_json"])
-            if row["scorecard_json"]
-            else None,
-            question_count=row["question_count"],
-            error_count=row["error_count"],
-        )
+    def _record(self, row: sqlite3.Row, lenient: bool = False) -> RunRecord:
+        run_id = row["id"]
+
+        def unreadable(what: str) -> StoreError:
+            return StoreError(
+                f"run {run_id} in {self.path} cannot be read: {what}"
+                " (it was probably written by another ragmeter version)"
+            )
+
+        def load(column: str) -> Any:
+            try:
+                return json.loads(row[column]) if row[column] else None
+            except (TypeError, ValueError) as exc:
+                raise unreadable(
+                    f"{column.removesuffix('_json')} is not valid JSON ({exc})"
+                ) from None
+
+        fields: dict[str, Any] = {
+            "schema_version": row["schema_version"],
+            "id": run_id,
+            "name": row["name"],
+            "status": row["status"],
+            "created_at": row["created_at"],
+            "completed_at": row["completed_at"],
+            "config": load("config_json"),
+            "datasets": load("datasets_json"),
+            "question_count": row["question_count"],
+            "error_count": row["error_count"],
+        }
+        if not lenient:
+            extras = load("extras_json") or {}
+            if not isinstance(extras, dict):
+                raise unreadable("extras is not a JSON object")
+            fields.update({key: value for key, value in extras.items() if key in _EXTRAS})
+            if row["scorecard_json"]:
+                try:
+                    fields["scorecard"] = Scorecard.model_validate_json(row["scorecard_json"])
+                except ValidationError as exc:
+                    raise unreadable(_describe(exc, "scorecard.")) from None
+        try:
+            return RunRecord.model_validate(fields)
+        except ValidationError as exc:
+            raise unreadable(_describe(exc)) from None
 
     # cases and responses ----------------------------------------------------------------------
     def get_cases(self, run_id: str) -> list[Case]:
-        rows = self.db.execute(
-            "SELECT case_json FROM cases WHERE run_id=? ORDER BY position", (run_id,)
-        )
-        return [Case.model_validate_json(row[0]) for row in rows]
+        with self._errors(f"reading the cases of run {run_id}"):
+            rows = self.db.execute(
+                "SELECT case_id, case_json FROM cases WHERE run_id=? ORDER BY position",
+                (run_id,),
+            ).fetchall()
+        cases = []
+        for row in rows:
+            try:
+                cases.append(Case.model_validate_json(row["case_json"]))
+            except ValidationError as exc:
+                raise StoreError(
+                    f"run {run_id} in {self.path}: stored case {row['case_id']!r} cannot be"
+                    f" read: {_describe(exc)}"
+                ) from None
+        return cases
 
     def answered_case_ids(self, run_id: str) -> set[str]:
-        return {
-            row[0]
-            for row in self.db.execute("SELECT case_id FROM responses WHERE run_id=?", (run_id,))
-        }
+        with self._errors(f"reading the answered cases of run {run_id}"):
+            return {
+                row[0]
+                for row in self.db.execute(
+                    "SELECT case_id FROM responses WHERE run_id=?", (run_id,)
+                )
+            }
+
+    _INSERT_RESPONSE = (
+        "INSERT OR IGNORE INTO responses (run_id, case_id, status, error_type,"
+        " error_message, latency_ms, attempts, response_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+    )
+
+    @staticmethod
+    def _response_row(run_id: str, r: CaseResult) -> tuple[Any, ...]:
+        return (
+            run_id,
+            r.case_id,
+            r.status,
+            r.error_type,
+            r.error_message,
+            r.latency_ms,
+            r.attempts,
+            r.response.model_dump_json() if r.response is not None else None,
+        )
+
+    def save_result(self, run_id: str, result: CaseResult) -> None:
+        """Commit one answer at once (one short transaction; a case already answered keeps its
+        first answer). Durable against the process being killed as soon as this returns."""
+        row = self._response_row(run_id, result)
+        with self._errors(f"saving the answer to case {result.case_id}"), self.transaction():
+            self.db.execute(self._INSERT_RESPONSE, row)
 
     def save_results(self, run_id: str, results: Iterable[CaseResult]) -> None:
-        rows = [
-            (
-                run_id,
-                r.case_id,
-                r.status,
-                r.error_type,
-                r.error_message,
-                r.latency_ms,
-                r.attempts,
-                r.response.model_dump_json() if r.response is not None else None,
-            )
-            for r in results
-        ]
-        with self.transaction():
-            self.db.executemany(
-                "INSERT OR IGNORE INTO responses (run_id, case_id, status, error_type,"
-                " error_message, latency_ms, attempts, response_json)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                rows,
-            )
+        """Commit answers in chunks of WRITE_CHUNK_ROWS; a case already answered keeps its
+        first answer."""
+        rows = (self._response_row(run_id, r) for r in results)
+        with self._errors(f"saving answers of run {run_id}"):
+            self._write_chunks(self._INSERT_RESPONSE, rows)
 
     def get_results(self, run_id: str) -> list[CaseResult]:
-        rows = self.db.execute(
-            "SELECT r.* FROM responses r"
-            " JOIN cases c ON c.run_id = r.run_id AND c.case_id = r.case_id"
-            " WHERE r.run_id=? ORDER BY c.position",
-            (run_id,),
-        )
-        return [
-            CaseResult(
+        """The stored answers in case order. A stored row that no longer validates comes back
+        as an error result (``unreadable_response``) naming the case and the field."""
+        with self._errors(f"reading the answers of run {run_id}"):
+            rows = self.db.execute(
+                "SELECT r.* FROM responses r"
+                " JOIN cases c ON c.run_id = r.run_id AND c.case_id = r.case_id"
+                " WHERE r.run_id=? ORDER BY c.position",
+                (run_id,),
+            ).fetchall()
+        return [self._result(row) for row in rows]
+
+    @staticmethod
+    def _result(row: sqlite3.Row) -> CaseResult:
+        try:
+            return CaseResult(
                 case_id=row["case_id"],
                 status=row["status"],
                 error_type=row["error_type"],
@@ -286,32 +543,58 @@ class RunStore:
                 if row["response_json"]
                 else None,
             )
-            for row in rows
-        ]
+        except ValidationError as exc:
+            case_id = str(row["case_id"])
+            return CaseResult(
+                case_id=case_id,
+                status="error",
+                error_type="unreadable_response",
+                error_message=(
+                    f"the stored response of case {case_id!r} no longer validates"
+                    f" ({_describe(exc)}); it counts as an error"
+                ),
+                latency_ms=_number(row["latency_ms"]),
+                attempts=row["attempts"] if isinstance(row["attempts"], int) else 1,
+            )
 
     # scores -------------------------------------------------------------------------------------
-    def replace_scores(self, run_id: str, scores: list[Score]) -> None:
-        with self.transaction():
-            self.db.execute("DELETE FROM scores WHERE run_id=?", (run_id,))
-            self.db.executemany(
+    def replace_scores(self, run_id: str, scores: Iterable[Score]) -> None:
+        """Replace the scores of a run: the old ones are deleted, then the new ones inserted,
+        in chunks of WRITE_CHUNK_ROWS so that other writers are not locked out for long. A run's
+        scores are complete once ``finish_run`` has marked it completed."""
+        rows = (
+            (
+                run_id,
+                s.case_id,
+                s.metric,
+                s.value,
+                s.status,
+                s.reason,
+                json.dumps(s.details) if s.details else None,
+            )
+            for s in scores
+        )
+        with self._errors(f"storing the scores of run {run_id}"):
+            while True:
+                with self.transaction():
+                    deleted = self.db.execute(
+                        "DELETE FROM scores WHERE rowid IN"
+                        " (SELECT rowid FROM scores WHERE run_id=? LIMIT ?)",
+                        (run_id, WRITE_CHUNK_ROWS),
+                    ).rowcount
+                if deleted < WRITE_CHUNK_ROWS:
+                    break
+            self._write_chunks(
                 "INSERT INTO scores (run_id, case_id, metric, value, status, reason, details_json)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (
-                        run_id,
-                        s.case_id,
-                        s.metric,
-                        s.value,
-                        s.status,
-                        s.reason,
-                        json.dumps(s.details) if s.details else None,
-                    )
-                    for s in scores
-                ],
+                rows,
             )
 
     def get_scores(self, run_id: str) -> list[Score]:
-        rows = self.db.execute("SELECT * FROM scores WHERE run_id=? ORDER BY rowid", (run_id,))
+        with self._errors(f"reading the scores of run {run_id}"):
+            rows = self.db.execute(
+                "SELECT * FROM scores WHERE run_id=? ORDER BY rowid", (run_id,)
+            ).fetchall()
         return [
             Score(
                 case_id=row["case_id"],
@@ -319,20 +602,31 @@ class RunStore:
                 value=row["value"],
                 status=row["status"],
                 reason=row["reason"],
-                details=json.loads(row["details_json"]) if row["details_json"] else {},
+                details=self._details(row["details_json"]),
             )
             for row in rows
         ]
 
+    @staticmethod
+    def _details(text: str | None) -> dict[str, Any]:
+        if not text:
+            return {}
+        try:
+            details = json.loads(text)
+        except ValueError:
+            return {"unreadable": text}
+        return details if isinstance(details, dict) else {"value": details}
+
     def judge_cost(self, run_id: str) -> dict[str, Any]:
         """Calls, cache hits, tokens and USD of the LLM judge calls recorded for a run."""
-        row = self.db.execute(
-            "SELECT COUNT(*) AS calls, SUM(cached) AS cached, SUM(prompt_tokens) AS prompt,"
-            " SUM(completion_tokens) AS completion, SUM(cost_usd) AS usd,"
-            " SUM(cost_usd IS NULL AND cached = 0) AS unpriced"
-            " FROM judge_calls WHERE run_id=?",
-            (run_id,),
-        ).fetchone()
+        with self._errors(f"reading the judge calls of run {run_id}"):
+            row = self.db.execute(
+                "SELECT COUNT(*) AS calls, SUM(cached) AS cached, SUM(prompt_tokens) AS prompt,"
+                " SUM(completion_tokens) AS completion, SUM(cost_usd) AS usd,"
+                " SUM(cost_usd IS NULL AND cached = 0) AS unpriced"
+                " FROM judge_calls WHERE run_id=?",
+                (run_id,),
+            ).fetchone()
         return {
             "calls": int(row["calls"]),
             "cached": int(row["cached"] or 0),
@@ -343,9 +637,24 @@ class RunStore:
         }
 
     def counts(self, run_id: str) -> dict[str, Any]:
-        row = self.db.execute(
-            "SELECT COUNT(*) AS answered, SUM(status != 'ok') AS errors"
-            " FROM responses WHERE run_id=?",
-            (run_id,),
-        ).fetchone()
+        with self._errors(f"counting the answers of run {run_id}"):
+            row = self.db.execute(
+                "SELECT COUNT(*) AS answered, SUM(status != 'ok') AS errors"
+                " FROM responses WHERE run_id=?",
+                (run_id,),
+            ).fetchone()
         return {"answered": int(row["answered"]), "errors": int(row["errors"] or 0)}
+
+
+class _NoLock(RunLock):
+    """The lock of a ``:memory:`` store: one connection, nothing to share."""
+
+    def __init__(self) -> None:
+        self.run_id = ""
+        self._fd = None
+
+    def acquire(self) -> None:
+        return None
+
+    def release(self) -> None:
+        return None
