@@ -221,6 +221,18 @@ def test_mistakes_are_caught_before_the_first_question(server: EdgeServer, tmp_p
         assert proc.returncode == 2, (extra, proc.stdout, proc.stderr)
         assert message in proc.stderr, (extra, proc.stderr)
         assert "Traceback" not in proc.stderr and "[red]" not in proc.stderr
+    text_file = tmp_path / "notes.txt"
+    text_file.write_text("not a database\n", encoding="utf-8")
+    for command in (
+        ["eval", "-d", str(dataset), "--target", server.url, "--store", str(text_file)],
+        ["eval", "-d", str(dataset), "--target", server.url, "--store", str(tmp_path)],
+        ["runs", "--store", str(text_file)],
+        ["show", "abc", "--store", str(tmp_path / "missing.db")],
+    ):
+        proc = cli(*command, cwd=tmp_path)
+        assert proc.returncode == 2, (command, proc.stderr)
+        assert "--store" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert not (tmp_path / "missing.db").exists()
     proc = cli(
         "eval", "-d", str(empty), "--target", server.url, "--store", str(store), cwd=tmp_path
     )

@@ -213,13 +213,19 @@ def targets_table(results: list[TargetResult]) -> Table:
     table.add_column("metric", no_wrap=True)
     for column in ("target", "value", "status"):
         table.add_column(column, no_wrap=True)
-    colour = {"pass": "green", "fail": "red", "not_measured": "dim"}
     for result in results:
+        # a required target that no case measured fails a gate, so it is shown in red
+        colour = {"pass": "green", "fail": "red"}.get(
+            result.status, "dim" if result.optional else "red"
+        )
+        status = result.status.replace("_", " ")
+        if result.optional and result.status == "not_measured":
+            status += " (optional)"
         table.add_row(
             inert(result.metric),
             f"{inert(result.op)} {result.threshold:g}",
             f"{result.value:.3f}" if result.value is not None else "-",
-            f"[{colour[result.status]}]{result.status.replace('_', ' ')}[/]",
+            f"[{colour}]{status}[/]",
         )
     return table
 
