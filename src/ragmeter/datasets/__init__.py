@@ -26,7 +26,11 @@ def resolve_dataset_path(spec: str) -> Path:
 def load_dataset(spec: str, field_map: dict[str, str] | None = None) -> list[Case]:
     """Cases from ``demo``, a JSONL/YAML file, a seed-003 label folder, or a mapped JSONL/CSV."""
     path = resolve_dataset_path(spec)
-    if not path.exists():
+    try:
+        exists = path.exists()
+    except (OSError, ValueError) as exc:  # a name too long, a NUL byte
+        raise DatasetError([Problem(spec, None, None, f"cannot use this path: {exc}")]) from None
+    if not exists:
         raise DatasetError([Problem(spec, None, None, "no such file or folder")])
     if path.is_dir():
         cases: list[Case] = registry.get("loaders", "labels")(path)
@@ -58,6 +62,11 @@ def load_dataset(spec: str, field_map: dict[str, str] | None = None) -> list[Cas
                 )
             ]
         )
+    if not cases:
+        where = path / "cases.jsonl" if path.is_dir() else path
+        raise DatasetError(
+            [Problem(str(where), None, None, "holds no cases; a dataset needs at least one")]
+        )
     if spec == "demo":
         for case in cases:
             case.dataset = "demo"
@@ -69,7 +78,17 @@ def load_datasets(specs: list[str], field_map: dict[str, str] | None = None) -> 
     problems: list[Problem] = []
     cases: list[Case] = []
     seen: dict[str, str] = {}
+    given: set[Path] = set()
     for spec in specs:
+        try:
+            resolved = resolve_dataset_path(spec).resolve()
+        except (OSError, ValueError):
+            resolved = None
+        if resolved is not None and resolved in given:
+            problems.append(Problem(spec, None, None, "this dataset is given twice"))
+            continue
+        if resolved is not None:
+            given.add(resolved)
         try:
             loaded = load_dataset(spec, field_map)
         except DatasetError as exc:

@@ -1,30 +1,106 @@
 """The seed-003 layout: ``cases.jsonl`` plus per-perspective ``*_labels.jsonl`` files,
-joined by case_id."""
+joined by case_id.
+
+Retrieval labels are checked here, where the label file's own field names are known:
+``relevant_docs`` / ``relevant_chunks`` must be lists of ids (a bare string is a problem, not
+read character by character), ``relevance_grades`` / ``chunk_relevance_grades`` mappings of id
+to a grade 0-3 whose ids are among the listed ones. A label field that another line or file
+already gave the same case is a problem naming both places (only retrieval labels add to the
+case's ``gold_passages``; everything else would silently replace a value).
+"""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
-from ragmeter.datasets.native import read_jsonl_records
-from ragmeter.datasets.problems import DatasetError, Problem, problems_from_validation
+from ragmeter.datasets.jsonl import case_id_of
+from ragmeter.datasets.native import read_jsonl_records, validate_record
+from ragmeter.datasets.problems import DatasetError, Problem, _short
 from ragmeter.models import Case
 
 _RETRIEVAL_KEYS = ("relevant_docs", "relevance_grades", "relevant_chunks", "chunk_relevance_grades")
+# (list key, grades key, the passage field the ids go to, what an id names)
+_RETRIEVAL_PAIRS = (
+    ("relevant_chunks", "chunk_relevance_grades", "chunk_id", "chunk"),
+    ("relevant_docs", "relevance_grades", "doc_id", "document"),
+)
 
 
-def _passages_from_retrieval_labels(label: dict[str, Any]) -> list[dict[str, Any]]:
-    """Chunk-level passages when chunk ids are given; doc-level passages otherwise."""
+def _id_list(label: dict[str, Any], key: str, what: str) -> tuple[list[str], list[tuple[str, str]]]:
+    """The ids of a ``relevant_*`` list and what is wrong with it."""
+    value = label.get(key)
+    if value is None:
+        return [], []
+    if isinstance(value, str):
+        as_list = json.dumps([value], ensure_ascii=False)
+        return [], [(key, f"must be a list of {what} ids, not a single string; write {as_list}")]
+    if not isinstance(value, list):
+        return [], [(key, f"must be a list of {what} ids (got {_short(value)})")]
+    ids: list[str] = []
+    wrong: list[tuple[str, str]] = []
+    for index, item in enumerate(value):
+        if not isinstance(item, str) or not item.strip():
+            wrong.append((f"{key}.{index}", f"must be a non-empty {what} id (got {_short(item)})"))
+        elif item in ids:
+            wrong.append((f"{key}.{index}", f"{what} id {item!r} is listed twice"))
+        else:
+            ids.append(item)
+    return ids, wrong
+
+
+def _grades(
+    label: dict[str, Any], key: str, what: str
+) -> tuple[dict[str, int], list[tuple[str, str]]]:
+    """The grades of a ``*relevance_grades`` mapping and what is wrong with it."""
+    value = label.get(key)
+    if value is None:
+        return {}, []
+    if not isinstance(value, dict):
+        return {}, [(key, f"must be a mapping of {what} id to grade 0-3 (got {_short(value)})")]
+    grades: dict[str, int] = {}
+    wrong: list[tuple[str, str]] = []
+    for item, grade in value.items():
+        if isinstance(grade, bool) or not isinstance(grade, int) or not 0 <= grade <= 3:
+            wrong.append((f"{key}.{item}", f"grade must be an integer 0-3 (got {_short(grade)})"))
+        elif not item.strip():
+            wrong.append((key, f"a {what} id must not be empty"))
+        else:
+            grades[item] = grade
+    return grades, wrong
+
+
+def passages_from_retrieval_labels(
+    label: dict[str, Any],
+) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
+    """Chunk-level passages when chunk ids are given, doc-level passages otherwise (both when
+    both are given), and (field, message) for everything wrong in the labels."""
     passages: list[dict[str, Any]] = []
-    chunk_grades = label.get("chunk_relevance_grades") or {}
-    for chunk_id in label.get("relevant_chunks") or list(chunk_grades):
-        passages.append({"chunk_id": chunk_id, "grade": chunk_grades.get(chunk_id, 1)})
-    doc_grades = label.get("relevance_grades") or {}
-    for doc_id in label.get("relevant_docs") or list(doc_grades):
-        passages.append({"doc_id": doc_id, "grade": doc_grades.get(doc_id, 1)})
-    return passages
+    wrong: list[tuple[str, str]] = []
+    for list_key, grades_key, id_field, what in _RETRIEVAL_PAIRS:
+        ids, id_wrong = _id_list(label, list_key, what)
+        grades, grade_wrong = _grades(label, grades_key, what)
+        wrong += id_wrong + grade_wrong
+        if ids:
+            wrong += [
+                (
+                    f"{grades_key}.{item}",
+                    f"grades a {what} that is not in {list_key} (add it there, or drop the grade)",
+                )
+                for item in grades
+                if item not in ids
+            ]
+        elif not id_wrong:
+            ids = list(grades)  # no list: the grades alone name the relevant ids
+        passages += [{id_field: item, "grade": grades.get(item, 1)} for item in ids]
+    return passages, wrong
+
+
+def _where(place: tuple[str, int], folder: Path) -> str:
+    file, line = place
+    name = Path(file).name if Path(file).parent == folder else file
+    return f"{name}:{line}"
 
 
 def load_label_folder(folder: str | Path) -> list[Case]:
@@ -35,14 +111,18 @@ def load_label_folder(folder: str | Path) -> list[Case]:
         raise DatasetError([Problem(str(folder), None, None, "no cases.jsonl in this folder")])
     base = read_jsonl_records(base_file, problems)
     merged: dict[str, dict[str, Any]] = {}
+    # where each field of a case came from (file, line), for the problems of the merged case
     origin: dict[str, dict[str, tuple[str, int]]] = {}
+    # where each label field was given, including the retrieval keys before they are merged
+    given: dict[str, dict[str, tuple[str, int]]] = {}
     base_line: dict[str, int] = {}
     for line, record in base:
-        case_id = record.get("case_id")
-        if case_id is None:
-            problems.append(Problem(str(base_file), line, "case_id", "required field is missing"))
+        case_id = case_id_of(record)
+        if case_id is None:  # no usable id: the case's problems say what is wrong with it
+            problems += validate_record(record, str(base_file), line)[1] or [
+                Problem(str(base_file), line, "case_id", "required field is missing")
+            ]
             continue
-        case_id = str(case_id)
         if case_id in merged:
             problems.append(
                 Problem(
@@ -57,10 +137,17 @@ def load_label_folder(folder: str | Path) -> list[Case]:
         merged[case_id] = dict(record)
         base_line[case_id] = line
         origin[case_id] = {key: (str(base_file), line) for key in record}
+        given[case_id] = dict(origin[case_id])
 
     for label_file in sorted(folder.glob("*_labels.jsonl")):
         for line, label in read_jsonl_records(label_file, problems):
-            case_id = str(label.get("case_id", ""))
+            here = (str(label_file), line)
+            case_id = case_id_of(label)
+            if case_id is None:
+                problems.append(
+                    Problem(str(label_file), line, "case_id", "required field is missing")
+                )
+                continue
             if case_id not in merged:
                 problems.append(
                     Problem(
@@ -68,31 +155,51 @@ def load_label_folder(folder: str | Path) -> list[Case]:
                         line,
                         "case_id",
                         "no case with this case_id in cases.jsonl",
-                        case_id or None,
+                        case_id,
                     )
                 )
                 continue
-            fields = {k: v for k, v in label.items() if k != "case_id"}
+            fields = {k: v for k, v in label.items() if k not in ("case_id", "id")}
+            clashes = [key for key in fields if key in given[case_id]]
+            for key in clashes:
+                problems.append(
+                    Problem(
+                        str(label_file),
+                        line,
+                        key,
+                        f"already given for this case at {_where(given[case_id][key], folder)}",
+                        case_id,
+                    )
+                )
+            if clashes:
+                continue
+            given[case_id].update({key: here for key in fields})
             if any(key in fields for key in _RETRIEVAL_KEYS):
-                passages = _passages_from_retrieval_labels(fields)
+                passages, wrong = passages_from_retrieval_labels(fields)
+                problems += [
+                    Problem(str(label_file), line, field, message, case_id)
+                    for field, message in wrong
+                ]
                 for key in _RETRIEVAL_KEYS:
                     fields.pop(key, None)
-                fields["gold_passages"] = merged[case_id].get("gold_passages", []) + passages
+                own = "gold_supports" if "gold_supports" in merged[case_id] else "gold_passages"
+                existing = merged[case_id].get(own)
+                if existing is not None and not isinstance(existing, list):
+                    continue  # the case's own gold_passages is wrong; reported when validated
+                origin[case_id].setdefault(own, here)
+                fields[own] = (existing or []) + passages
             for key, value in fields.items():
                 merged[case_id][key] = value
-                origin[case_id][key] = (str(label_file), line)
+                origin[case_id].setdefault(key, here)
 
     cases: list[Case] = []
     for case_id, record in merged.items():
-        try:
-            case = Case.model_validate(record)
-        except ValidationError as exc:
-            for problem in problems_from_validation(
-                exc, str(base_file), base_line[case_id], case_id
-            ):
-                top = (problem.field or "").split(".")[0]
-                file, line = origin[case_id].get(top, (problem.file, problem.line or 0))
-                problems.append(Problem(file, line, problem.field, problem.message, case_id))
+        case, found = validate_record(record, str(base_file), base_line[case_id])
+        for problem in found:
+            top = (problem.field or "").split(".")[0]
+            file, line = origin[case_id].get(top, (problem.file, problem.line or 0))
+            problems.append(Problem(file, line, problem.field, problem.message, case_id))
+        if case is None:
             continue
         if case.dataset is None:
             case.dataset = folder.name

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, get_args
 
-from pydantic import ValidationError
+from pydantic import AliasChoices, BaseModel, ValidationError
+
+from ragmeter.errors import InputError
 
 
 @dataclass(frozen=True)
@@ -19,35 +21,109 @@ class Problem:
     def __str__(self) -> str:
         where = f"{self.file}:{self.line}" if self.line is not None else self.file
         parts = [where]
-        if self.case_id:
-            parts.append(f"case {self.case_id}")
+        if self.case_id is not None and self.case_id.strip():
+            parts.append(f"case {_printable_id(self.case_id)}")
         if self.field:
             parts.append(f"field '{self.field}'")
-        return f"{': '.join(parts)}: {self.message}"
+        return _visible(f"{': '.join(parts)}: {self.message}")
 
 
-class DatasetError(ValueError):
-    """Raised with every problem found, so a user fixes them all in one pass."""
+def _visible(text: str) -> str:
+    """``text`` with every character that does not print (escape sequences, line breaks, bidi
+    overrides, unpaired surrogates from a JSON key or a file name) written as its escape, so a
+    problem is one line, prints in any terminal and cannot restyle it."""
+    if text.isprintable():
+        return text
+    return "".join(
+        c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text
+    )
 
-    def __init__(self, problems: list[Problem]) -> None:
+
+def _printable_id(case_id: str) -> str:
+    """The id as is, or quoted when it has outer white space or characters that do not print."""
+    plain = case_id == case_id.strip() and case_id.isprintable()
+    return case_id if plain else repr(case_id)
+
+
+class DatasetError(InputError):
+    """Raised with every problem found, so a user fixes them all in one pass.
+
+    An :class:`~ragmeter.errors.InputError` (so also a ``ValueError``): the CLI exits 2.
+    ``what`` names the input in the message (``the dataset``, ``the replay file``).
+    """
+
+    def __init__(self, problems: list[Problem], what: str = "the dataset") -> None:
         self.problems = problems
         lines = "\n".join(f"  {p}" for p in problems)
-        super().__init__(f"{len(problems)} problem(s) in the dataset:\n{lines}")
+        super().__init__(f"{len(problems)} problem(s) in {what}:\n{lines}")
+
+
+def _aliases(model: type[BaseModel]) -> dict[str, str]:
+    """Every input name of ``model``'s fields -> the field's name."""
+    names: dict[str, str] = {}
+    for name, info in model.model_fields.items():
+        names[name] = name
+        alias = info.validation_alias
+        if isinstance(alias, AliasChoices):
+            for choice in alias.choices:
+                if isinstance(choice, str):
+                    names[choice] = name
+        elif isinstance(alias, str):
+            names[alias] = name
+    return names
+
+
+def _nested_aliases(model: type[BaseModel]) -> dict[str, str]:
+    """The other names (aliases only) of the fields of every model nested in ``model``."""
+    names: dict[str, str] = {}
+    pending: list[Any] = [info.annotation for info in model.model_fields.values()]
+    seen: set[Any] = set()
+    while pending:
+        annotation = pending.pop()
+        if annotation in seen:
+            continue
+        seen.add(annotation)
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            names.update({k: v for k, v in _aliases(annotation).items() if k != v})
+            pending.extend(info.annotation for info in annotation.model_fields.values())
+        else:
+            pending.extend(get_args(annotation))
+    return names
 
 
 def problems_from_validation(
-    exc: ValidationError, file: str, line: int | None, case_id: str | None
+    exc: ValidationError,
+    file: str,
+    line: int | None,
+    case_id: str | None,
+    model: type[BaseModel] | None = None,
 ) -> list[Problem]:
+    """One problem per pydantic error. ``model`` (the validated model) lets an input name
+    that is another name of a field given too be reported as that, not as unknown."""
+    aliases = _aliases(model) if model is not None else {}
+    nested = _nested_aliases(model) if model is not None else {}
     found: list[Problem] = []
     for error in exc.errors():
-        field = ".".join(str(part) for part in error["loc"]) or None
+        loc = error["loc"]
+        field = ".".join(str(part) for part in loc) or None
         message = error["msg"]
         if error["type"] == "extra_forbidden":
-            message = "unknown field (not part of the case schema; put free data under 'metadata')"
+            name = str(loc[-1]) if loc else ""
+            canonical = aliases.get(name) if len(loc) == 1 else nested.get(name)
+            if canonical is not None:
+                given = "this case already gives" if len(loc) == 1 else "is given too"
+                message = f"another name of '{canonical}', which {given}; keep one of them"
+            else:
+                message = (
+                    "unknown field (not part of the case schema; put free data under 'metadata')"
+                )
         elif error["type"] == "missing":
             message = "required field is missing"
-        elif "input" in error and error["type"] not in ("missing",):
-            message = f"{message} (got {_short(error['input'])})"
+        else:
+            if error["type"] == "value_error":
+                message = message.removeprefix("Value error, ")
+            if "input" in error:
+                message = f"{message} (got {_short(error['input'])})"
         found.append(Problem(file, line, field, message, case_id))
     return found
 

@@ -7,23 +7,31 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from ragmeter.datasets.jsonl import read_text, split_lines
 from ragmeter.datasets.problems import DatasetError, Problem
 
 
 def _lines(path: Path) -> Iterable[tuple[int, list[str]]]:
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            parts = line.split()
-            if parts:
-                yield number, parts
+    """The whitespace-separated columns of each non-blank line; an unreadable file is a
+    :class:`DatasetError`. Lines end at ``\n`` only."""
+    problems: list[Problem] = []
+    text = read_text(path, problems)
+    if text is None:
+        raise DatasetError(problems)
+    for number, line in enumerate(split_lines(text), start=1):
+        parts = line.split()
+        if parts:
+            yield number, parts
 
 
 def read_qrels(path: str | Path) -> dict[str, dict[str, int]]:
     path = Path(path)
     qrels: dict[str, dict[str, int]] = {}
+    first: dict[tuple[str, str], int] = {}
     problems: list[Problem] = []
     for number, parts in _lines(path):
         if len(parts) != 4:
@@ -38,9 +46,23 @@ def read_qrels(path: str | Path) -> dict[str, dict[str, int]]:
             continue
         query, _, doc, grade = parts
         try:
-            qrels.setdefault(query, {})[doc] = int(grade)
+            value = int(grade)
         except ValueError:
             problems.append(Problem(str(path), number, "grade", f"not an integer: {grade!r}"))
+            continue
+        if (query, doc) in first:
+            problems.append(
+                Problem(
+                    str(path),
+                    number,
+                    "doc",
+                    f"document {doc!r} judged twice for query {query!r} "
+                    f"(first at line {first[query, doc]})",
+                )
+            )
+            continue
+        first[query, doc] = number
+        qrels.setdefault(query, {})[doc] = value
     if problems:
         raise DatasetError(problems)
     return qrels
@@ -49,6 +71,7 @@ def read_qrels(path: str | Path) -> dict[str, dict[str, int]]:
 def read_run(path: str | Path) -> dict[str, dict[str, float]]:
     path = Path(path)
     run: dict[str, dict[str, float]] = {}
+    first: dict[tuple[str, str], int] = {}
     problems: list[Problem] = []
     for number, parts in _lines(path):
         if len(parts) != 6:
@@ -67,15 +90,22 @@ def read_run(path: str | Path) -> dict[str, dict[str, float]]:
         except ValueError:
             problems.append(Problem(str(path), number, "score", f"not a number: {score!r}"))
             continue
-        docs = run.setdefault(query, {})
-        if doc in docs:
+        if not math.isfinite(value):
+            problems.append(Problem(str(path), number, "score", f"not a finite number: {score!r}"))
+            continue
+        if (query, doc) in first:
             problems.append(
                 Problem(
-                    str(path), number, "doc", f"document {doc!r} listed twice for query {query!r}"
+                    str(path),
+                    number,
+                    "doc",
+                    f"document {doc!r} listed twice for query {query!r} "
+                    f"(first at line {first[query, doc]})",
                 )
             )
             continue
-        docs[doc] = value
+        first[query, doc] = number
+        run.setdefault(query, {})[doc] = value
     if problems:
         raise DatasetError(problems)
     return run

@@ -2,39 +2,110 @@
 
 Each line is ``{"case_id": ..., "response": {...}}`` or a flat response with a ``case_id``;
 a recorded failure is ``{"case_id": ..., "error_type": ..., "error_message": ...}``.
+
+The file is read when the target is built: a missing file, a line that is not a JSON object,
+a line without a usable ``case_id``, a case recorded twice, a key given twice and a value that
+cannot be stored are reported together, each naming file:line. A recorded response that does
+not fit the response schema (NaN, a negative latency) fails its case as ``invalid_response``,
+as the same answer from a live target would; the message names file:line and field.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
 from ragmeter.config import TargetConfig
-from ragmeter.datasets.problems import DatasetError, Problem
+from ragmeter.datasets.jsonl import inspect_value, read_jsonl
+from ragmeter.datasets.problems import DatasetError, Problem, problems_from_validation
+from ragmeter.errors import InputError
 from ragmeter.models import Case, Response
 from ragmeter.targets.base import TargetError
 
 
-def read_recorded(path: Path) -> dict[str, dict[str, Any]]:
-    recorded: dict[str, dict[str, Any]] = {}
+class Recorded(NamedTuple):
+    """One recorded line: where it is and what it says."""
+
+    line: int
+    record: dict[str, Any]
+
+
+def _case_id(record: dict[str, Any]) -> str | None:
+    raw = record.get("case_id")
+    if isinstance(raw, bool) or not isinstance(raw, str | int):
+        return None
+    text = str(raw)
+    return text if text.strip() else None
+
+
+def read_recorded(path: Path) -> dict[str, Recorded]:
+    """The recorded lines of a replay file by case id.
+
+    Raises :class:`~ragmeter.errors.InputError` when the file is missing or unreadable and
+    :class:`~ragmeter.datasets.DatasetError` (also an ``InputError``) with every problem of
+    its lines."""
+    if not path.exists():
+        raise InputError(f"replay file {path} does not exist")
+    if path.is_dir():
+        raise InputError(f"replay file {path} is a folder; give the JSONL file of responses")
     problems: list[Problem] = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
+    values = read_jsonl(path, problems)
+    if problems and not values and problems[0].line is None:
+        raise InputError(f"cannot read replay file {path}: {problems[0].message}")
+    file = str(path)
+    recorded: dict[str, Recorded] = {}
+    for number, record in values:
+        if not isinstance(record, dict):
+            problems.append(Problem(file, number, None, "expected a JSON object"))
             continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            problems.append(Problem(str(path), number, None, f"invalid JSON: {exc.msg}"))
+        case_id = _case_id(record)
+        if case_id is None:
+            got = record.get("case_id")
+            problems.append(
+                Problem(
+                    file,
+                    number,
+                    "case_id",
+                    "each line needs a case_id"
+                    if got is None
+                    else f"must be a non-blank string or an integer (got {got!r})",
+                )
+            )
             continue
-        if not isinstance(record, dict) or "case_id" not in record:
-            problems.append(Problem(str(path), number, "case_id", "each line needs a case_id"))
+        if case_id in recorded:
+            problems.append(
+                Problem(
+                    file,
+                    number,
+                    "case_id",
+                    f"case recorded twice (first at line {recorded[case_id].line}); "
+                    "keep one response per case",
+                    case_id,
+                )
+            )
             continue
-        recorded[str(record["case_id"])] = record
+        if "response" in record and not isinstance(record["response"], dict):
+            problems.append(
+                Problem(
+                    file,
+                    number,
+                    "response",
+                    f"must be a JSON object (got {type(record['response']).__name__})",
+                    case_id,
+                )
+            )
+        problems.extend(
+            Problem(file, number, f.field, f.message, case_id)
+            for f in inspect_value(record, finite=False)
+        )
+        recorded[case_id] = Recorded(number, record)
+    if not recorded and not problems:
+        raise InputError(f"replay file {path} holds no recorded responses")
     if problems:
-        raise DatasetError(problems)
+        problems.sort(key=lambda p: p.line or 0)
+        raise DatasetError(problems, what="the replay file")
     return recorded
 
 
@@ -43,7 +114,7 @@ class ReplayTarget:
 
     def __init__(self, config: TargetConfig, **_: Any) -> None:
         if not config.path:
-            raise ValueError("the replay target needs a path to a JSONL of recorded responses")
+            raise InputError("the replay target needs a path to a JSONL of recorded responses")
         self.path = Path(config.path)
         self.recorded = read_recorded(self.path)
 
@@ -51,20 +122,33 @@ class ReplayTarget:
         return {"replay_file": str(self.path), "recorded": len(self.recorded)}
 
     async def query(self, case: Case) -> Response:
-        record = self.recorded.get(case.case_id)
-        if record is None:
+        found = self.recorded.get(case.case_id)
+        if found is None:
             raise TargetError(
                 "not_recorded", f"{self.path} has no response for case {case.case_id}"
             )
+        line, record = found
         if record.get("error_type"):
             raise TargetError(str(record["error_type"]), str(record.get("error_message") or ""))
         payload = record.get("response", {k: v for k, v in record.items() if k != "case_id"})
         try:
             return Response.model_validate(payload)
         except ValidationError as exc:
-            raise TargetError(
-                "invalid_response", f"{self.path}: case {case.case_id}: {exc}"
-            ) from exc
+            prefix = "response." if "response" in record else ""
+            problems = problems_from_validation(exc, str(self.path), line, case.case_id)
+            message = "; ".join(
+                str(
+                    Problem(
+                        p.file,
+                        p.line,
+                        f"{prefix}{p.field}" if p.field else None,
+                        p.message,
+                        p.case_id,
+                    )
+                )
+                for p in problems
+            )
+            raise TargetError("invalid_response", message) from exc
 
     async def aclose(self) -> None:
         return None
