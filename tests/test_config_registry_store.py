@@ -156,3 +156,24 @@ def test_registry_loads_entry_point_plugins(monkeypatch: pytest.MonkeyPatch) -> 
 
     names = [m.name for m in registry.get("metrics", "mine")(MetricSettings())]
     assert names[:2] == ["exact_match", "token_f1"]
+
+
+def test_duplicate_yaml_keys_in_a_config_are_refused_with_their_line(tmp_path: Path) -> None:
+    path = tmp_path / "eval.yaml"
+    path.write_text("concurrency: 4\nseed: 1\nconcurrency: 8\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"eval\.yaml:3: duplicate key 'concurrency'"):
+        load_config(path, environ={})
+
+
+def test_numbers_given_as_booleans_are_refused() -> None:
+    from pydantic import ValidationError
+
+    from ragmeter.models import Case
+
+    for field, value in (
+        ("min_citations", True),
+        ("expected_number", {"value": False}),
+        ("gold_passages", [{"doc_id": "d", "grade": True}]),
+    ):
+        with pytest.raises(ValidationError, match="not true/false"):
+            Case.model_validate({"case_id": "a", "question": "q", field: value})

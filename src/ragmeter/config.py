@@ -10,10 +10,10 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ragmeter.redaction import REDACTED, redact
+from ragmeter.yamlio import YamlError, load_yaml
 
 __all__ = ["REDACTED", "ConfigError", "EvalConfig", "TargetConfig", "load_config", "redact"]
 
@@ -154,9 +154,9 @@ def load_config(
     if yaml_path is not None:
         source = str(yaml_path)
         try:
-            loaded = yaml.safe_load(Path(yaml_path).read_text(encoding="utf-8")) or {}
-        except (OSError, yaml.YAMLError) as exc:
-            raise ConfigError(f"{yaml_path}: cannot read config: {exc}") from exc
+            loaded = load_yaml(Path(yaml_path), str(yaml_path)) or {}
+        except YamlError as exc:
+            raise ConfigError(f"cannot read config: {exc}") from exc
         if not isinstance(loaded, dict):
             raise ConfigError(f"{yaml_path}: a config file must hold a mapping")
         data = loaded

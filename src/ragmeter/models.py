@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AliasChoices,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     computed_field,
@@ -39,6 +40,16 @@ def normalize_heading_path(value: str | list[str] | None) -> str | None:
     return HEADING_DELIMITER.join(part for part in cleaned if part) or None
 
 
+def _refuse_bool(value: Any) -> Any:
+    """A number field given ``true``/``false`` is a mistake, not 1 or 0."""
+    if isinstance(value, bool):
+        raise ValueError("must be a number, not true/false")
+    return value
+
+
+NotBool = BeforeValidator(_refuse_bool)
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, allow_inf_nan=False)
 
@@ -51,7 +62,9 @@ class GoldPassage(_Model):
     rel_path: str | None = None
     heading_path: str | None = None
     snippets: list[str] = Field(default_factory=list)
-    grade: int = Field(default=1, ge=0, le=3, validation_alias=AliasChoices("grade", "relevance"))
+    grade: Annotated[int, NotBool] = Field(
+        default=1, ge=0, le=3, validation_alias=AliasChoices("grade", "relevance")
+    )
 
     _normalize_heading = field_validator("heading_path", mode="before")(
         lambda cls, v: normalize_heading_path(v)
@@ -77,8 +90,8 @@ class GoldFact(_Model):
 
 
 class NumericExpectation(_Model):
-    value: float
-    tolerance: float = Field(default=0.0, ge=0)
+    value: Annotated[float, NotBool]
+    tolerance: Annotated[float, NotBool] = Field(default=0.0, ge=0)
     relative: bool = False
     unit: str | None = None
 
@@ -117,7 +130,7 @@ class Case(_Model):
     expected_outcome: Outcome | None = None
     required_flags: list[str] = Field(default_factory=list)
     forbidden_flags: list[str] = Field(default_factory=list)
-    min_citations: int | None = Field(default=None, ge=0)
+    min_citations: Annotated[int, NotBool] | None = Field(default=None, ge=0)
     latency_budget_ms: dict[str, float] = Field(default_factory=dict)
     attack_label: bool | None = None
     attack_category: str | None = None

@@ -206,6 +206,8 @@ def test_mistakes_are_caught_before_the_first_question(server: EdgeServer, tmp_p
     empty = tmp_path / "empty.jsonl"
     empty.write_text("\n", encoding="utf-8")
     no_key = {"OPENAI_API_KEY": ""}
+    duplicated = tmp_path / "targets.yaml"
+    duplicated.write_text("recall_at_5: '> 0.5'\nrecall_at_5: '> 0.9'\n", encoding="utf-8")
     cases: list[tuple[list[str], str, dict[str, str]]] = [
         (["--target", server.url, "--metrics", "nope"], "nope", {}),
         (["--target", server.url, "--judge", "foo"], "--judge", {}),
@@ -215,6 +217,8 @@ def test_mistakes_are_caught_before_the_first_question(server: EdgeServer, tmp_p
         (["--target", server.url, "--output-dir", str(dataset)], "is a file", {}),
         (["--target", server.url, "--concurrency", "0"], "invalid option: concurrency", {}),
         ([], "--target", {}),  # the user's own dataset would go to the demo corpus
+        (["--target", server.url, "--targets", str(duplicated)], "duplicate key", {}),
+        (["--target", "replay:missing.jsonl"], "missing.jsonl does not exist", {}),
     ]
     for extra, message, env in cases:
         proc = cli(*base, *extra, cwd=tmp_path, env=env)

@@ -331,12 +331,12 @@ def _gate(record: RunRecord) -> bool:
 
 
 def _read_targets(path: str) -> Any:
-    import yaml
+    from ragmeter.yamlio import YamlError, load_yaml
 
     try:
-        loaded = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"{path}: cannot read targets: {exc}") from exc
+        loaded = load_yaml(Path(path), path)
+    except YamlError as exc:
+        raise ConfigError(f"cannot read targets: {exc}") from exc
     if isinstance(loaded, dict) and set(loaded) == {"targets"}:
         loaded = loaded["targets"]
     if not isinstance(loaded, dict | list):
