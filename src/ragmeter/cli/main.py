@@ -504,7 +504,7 @@ def rescore_command(
     The stored responses are scored with the run's config, changed by the options given (for
     example another judge); the result is a new run, so `ragmeter compare OLD NEW` works.
     """
-    from ragmeter.runner.engine import rescore
+    from ragmeter.runner.rescore import rescore
 
     changes: dict[str, Any] = {}
     if judge:

@@ -1,0 +1,55 @@
+"""``rescore``: score a stored run again without asking the system under test."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from ragmeter.errors import InputError
+from ragmeter.reports.json_report import write_run_json
+from ragmeter.runner import preflight
+from ragmeter.runner.engine import RunOutcome, _record_config, new_run_record, score_run
+from ragmeter.store.sqlite import RunStore
+
+
+def rescore(
+    store_path: str,
+    run_id: str,
+    changes: dict[str, Any],
+    output_dir: str | None = None,
+) -> RunOutcome:
+    """Score a stored run again, without asking the system: a new run holds the same cases and
+    responses, scored with the old config changed by ``changes`` (e.g. another judge or metric
+    set). The old run and its scores stay as they were, so the two can be compared."""
+    store = RunStore(store_path)
+    try:
+        source = store.get_run(run_id)
+        if source.status != "completed":
+            raise InputError(
+                f"run {source.id} is {source.status}: some cases may have no answer yet; "
+                f"finish it first with: ragmeter eval --resume {source.id}"
+            )
+        update = {**changes, "store": store_path}
+        if output_dir is not None:
+            update["output_dir"] = output_dir
+        config = _record_config(source.config).model_copy(update=update)
+        preflight.check_names(config)
+        preflight.check_options(config)
+        judge_info = asyncio.run(preflight.check_judges(config)) if config.judge else {}
+        record = new_run_record(
+            config,
+            source.datasets,
+            source.question_count,
+            name=config.name or f"rescore-{source.id[:8]}",
+            target_info=source.config.get("target_info"),
+            rescored_from=source.id,
+            **({"judge_info": judge_info} if judge_info else {}),
+        )
+        store.create_run(record, store.get_cases(source.id))
+        store.save_results(record.id, store.get_results(source.id))
+        final, results, scores = score_run(store, record.id, config)
+        run_file = write_run_json(Path(config.output_dir), final, results, scores)
+        return RunOutcome(final, results, scores, run_file)
+    finally:
+        store.close()
