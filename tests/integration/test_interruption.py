@@ -206,6 +206,9 @@ def test_sigint_while_judging_stops_at_once(tmp_path: Path) -> None:
     assert proc.returncode == 130, (stdout, stderr)
     assert "while scoring" in stderr and "--resume" in stderr
     assert query(tmp_path / "runs.db", "SELECT status FROM runs") == [("interrupted",)]
+    ((run_id,),) = query(tmp_path / "runs.db", "SELECT id FROM runs")
+    rescored = cli(tmp_path, "rescore", run_id)  # half-answered: finish it first
+    assert rescored.returncode == 2 and f"--resume {run_id}" in rescored.stderr
 
 
 def test_sigkill_then_resume_asks_only_unanswered(
