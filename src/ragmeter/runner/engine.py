@@ -221,6 +221,7 @@ def score_results(
                     f"batch preparation failed: {type(exc).__name__}: {exc}"
                 )
     scores: list[Score] = []
+    redacted: dict[str, str] = {}  # most reasons repeat ("case has no gold passages")
     for result in results:
         if stop is not None and stop.is_set():
             raise ScoringStoppedError(result.case_id)
@@ -232,7 +233,10 @@ def score_results(
             else:
                 score = score_case(metric, case, result)
                 if score.reason:
-                    score.reason = redact_text(score.reason)
+                    reason = score.reason
+                    if reason not in redacted:
+                        redacted[reason] = redact_text(reason)
+                    score.reason = redacted[reason]
                 scores.append(score)
     return scores
 
