@@ -24,7 +24,7 @@ class ConfigError(ValueError):
 class TargetConfig(BaseModel):
     """Where the system under test lives and how to talk to it."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     kind: str = "reference"
     url: str | None = None
@@ -49,14 +49,14 @@ class TargetConfig(BaseModel):
 class ModelPrice(BaseModel):
     """USD per 1,000 tokens for one model (seed 002's cost table)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     input_per_1k: float = Field(ge=0)
     output_per_1k: float = Field(ge=0)
 
 
 class EvalConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     def price_table(self) -> dict[str, tuple[float, float]]:
         """``prices`` as (input, output) USD per 1k tokens by model, the judges' form."""
@@ -108,7 +108,7 @@ class EvalConfig(BaseModel):
     reference_cost_usd: float = Field(default=0.01, gt=0)
     reference_latency_ms: float = Field(default=1000.0, gt=0)
     # targets (seed 003): {metric: "> 0.6"} or a list; None means the default table
-    targets: dict[str, str] | list[Any] | None = None
+    targets: dict[str, Any] | list[Any] | None = None
     prices: dict[str, ModelPrice] = Field(default_factory=dict)
     store: str = ".ragmeter/runs.db"
     output_dir: str = ".ragmeter/runs"

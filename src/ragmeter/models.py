@@ -16,10 +16,12 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    ValidationError,
     computed_field,
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 SCHEMA_VERSION = "1"
 
@@ -258,11 +260,26 @@ class Response(BaseModel):
         return self
 
     @classmethod
-    def from_target(cls, data: Any) -> Response:
+    def from_target(cls, data: Any, *, recorded: bool = False) -> Response:
         """Validate a reply from a system under test: what it reported is decided here, from
-        the fields it sent, never taken from a ``reported`` key it sent itself."""
-        if isinstance(data, dict) and "reported" in data:
-            data = {key: value for key, value in data.items() if key != "reported"}
+        the fields it sent, never taken from a ``reported`` key it sent itself (unless the
+        reply was ``recorded`` by ragmeter, as in a replay file of an export)."""
+        if isinstance(data, dict):
+            if "reported" in data and not recorded:
+                data = {key: value for key, value in data.items() if key != "reported"}
+            if "answer" not in data and data.get("abstained") is not True:
+                # {"response": ...} or {}: a reply in another shape, not an empty answer
+                # (which would score 0 and read as "I don't know")
+                keys = ", ".join(sorted(map(str, data))[:10]) or "none"
+                missing = PydanticCustomError(
+                    "missing_answer",
+                    "no answer in the reply (its keys: {keys}); map the answer's field with "
+                    "response_mapping",
+                    {"keys": keys},
+                )
+                raise ValidationError.from_exception_data(
+                    cls.__name__, [{"type": missing, "loc": ("answer",), "input": keys}]
+                )
         return cls.model_validate(data)
 
     def has(self, field: str) -> bool:

@@ -72,6 +72,8 @@ def reply_for(keyword: str, question: str, times_seen: int) -> tuple[int, bytes,
     if keyword == "STRCITES":
         good["citations"] = ["handbook#1"]
         return 200, json.dumps(good).encode(), {}
+    if keyword == "WRONGKEY":  # a server whose answer field is not mapped
+        return 200, json.dumps({"response": "27 days", "sources": []}).encode(), {}
     if keyword == "ECHOAUTH":
         return 401, b"", {}  # body filled in by the handler with the credentials it got
     return 200, json.dumps(good).encode(), {}
@@ -91,6 +93,7 @@ KEYWORDS = (
     "ANSWERONLY",
     "STRCITES",
     "ECHOAUTH",
+    "WRONGKEY",
 )
 
 
@@ -103,6 +106,7 @@ class EdgeServer:
         self.seen: Counter[str] = Counter()
         self.judge_requests = 0
         self.seen_headers: list[dict[str, str]] = []
+        self.paths: list[str] = []
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.httpd.daemon_threads = True
         self._thread = threading.Thread(
@@ -156,11 +160,13 @@ class EdgeServer:
             def do_GET(self) -> None:
                 with server.lock:
                     server.seen_headers.append(dict(self.headers.items()))
-                if self.path == "/health" and server.health:
+                    server.paths.append(self.path)
+                bare = self.path.partition("?")[0]
+                if bare == "/health" and server.health:
                     self._send(200, b'{"status": "ok"}', {})
-                elif self.path == "/models/info":
+                elif bare == "/models/info":
                     self._send(200, json.dumps(LEAKED_INFO).encode(), {})
-                elif self.path == "/v1/models":
+                elif bare == "/v1/models":
                     self._send(200, b'{"data": [{"id": "judge-model"}]}', {})
                 else:
                     self._send(404, b'{"error": "no route"}', {})
@@ -169,6 +175,7 @@ class EdgeServer:
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 with server.lock:
                     server.seen_headers.append(dict(self.headers.items()))
+                    server.paths.append(self.path)
                 if self.path.endswith("/chat/completions"):
                     with server.lock:
                         server.judge_requests += 1

@@ -148,6 +148,9 @@ def finish_and_check(
     resumed = cli(tmp_path, "eval", "--resume", run_id, "--no-progress")
     assert resumed.returncode == 0, resumed.stderr
     assert query(store, "SELECT status FROM runs") == [("completed",)]
+    # the run file goes where the run's own --output-dir said
+    assert len(list((tmp_path / "runs").glob(f"{run_id}_*.json"))) == 1
+    assert not (tmp_path / ".ragmeter").exists()
     ((total, distinct),) = query(store, "SELECT COUNT(*), COUNT(DISTINCT case_id) FROM responses")
     assert total == distinct == len(questions)
     for case_id in kept:  # a stored answer is never asked again

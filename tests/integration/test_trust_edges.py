@@ -50,6 +50,7 @@ MODES: dict[str, tuple[str, str, str | None]] = {
     "answer-only": ("ANSWERONLY please?", "ok", None),
     "string-citations": ("STRCITES please?", "ok", None),
     "echo-auth": ("ECHOAUTH please?", "error", "http_4xx"),
+    "wrong-key": ("WRONGKEY please?", "error", "invalid_response"),
 }
 
 
@@ -167,6 +168,7 @@ def test_every_bad_reply_is_a_typed_stored_readable_case(
     assert "latency_ms" in messages["nan"] and "latency_ms" in messages["negative-latency"]
     assert "cost_usd" in messages["negative-cost"]
     assert "guardrail_scores" in messages["nan-guardrail"]
+    assert "no answer in the reply (its keys: response, sources)" in messages["wrong-key"]
     # an answer-only reply: retrieval skipped with its reason, through the store
     assert skipped == {"answer-only": "target did not report retrieved chunks"}
     assert citation["string-citations"] == 1.0
@@ -403,3 +405,56 @@ def scores_of(store: Path, run_id: str) -> dict[tuple[str, str], Any]:
             "SELECT case_id, metric, status, value FROM scores WHERE run_id=?", (run_id,)
         ).fetchall()
     return {(case_id, metric): (status, value) for case_id, metric, status, value in rows}
+
+
+def test_found_by_trying_it_as_a_user(server: EdgeServer, tmp_path: Path) -> None:
+    """Mistakes caught before the first question, a query-string URL, odd ids and paths."""
+    dataset = write_cases(tmp_path / "cases.jsonl", {"ok-1": MODES["ok-1"]})
+    store = tmp_path / "runs.db"
+    base = ["eval", "-d", str(dataset), "--store", str(store), "--no-progress"]
+    base += ["--output-dir", str(tmp_path / "runs"), "--target", server.url]
+    typo = tmp_path / "typo.yaml"
+    typo.write_text("reclal_at_5: '> 0.9 optional'\n", encoding="utf-8")
+    judged = tmp_path / "judged.yaml"
+    judged.write_text("faithfulness: '> 0.9'\n", encoding="utf-8")
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("{}\n", encoding="utf-8")
+    for extra, message in (
+        (["--targets", str(typo)], "did you mean recall_at_5"),
+        (["--targets", str(judged)], "'judged' metric family"),
+        (["--targets", str(empty), "--gate"], "checks nothing"),
+        (["--header", "X-Key: ${RAGMETER_TEST_UNSET_VARIABLE}"], "is not set"),
+        (["--baseline", "nosuchrun"], "--baseline"),
+        (["--alpha", "2"], "between 0 and 1"),
+        (["--margin", "nan"], "finite"),
+        (["--timeout", "inf"], "finite number"),
+    ):
+        proc = cli(*base, *extra, cwd=tmp_path)
+        assert proc.returncode == 2, (extra, proc.stderr)
+        assert message in proc.stderr, (extra, proc.stderr)
+    assert server.queries() == 0
+
+    # a key in the URL's query string goes with every request, after the path
+    with_query = cli(*base[:-1], server.url + "/?api_key=querysecret42&x=1", cwd=tmp_path)
+    assert with_query.returncode == 0, with_query.stderr
+    assert "/query?api_key=querysecret42&x=1" in server.paths
+    assert "/health?api_key=querysecret42&x=1" in server.paths
+    assert b"querysecret42" not in all_bytes(tmp_path)
+    assert "querysecret42" not in with_query.stdout + with_query.stderr
+
+    again = cli(*base, cwd=tmp_path)
+    assert again.returncode == 0
+    ids = [row[0] for row in sqlite3.connect(store).execute("SELECT id FROM runs")]
+    first, second = ids[:2]
+    shared = first[: next(i for i, (a, b) in enumerate(zip(first, second, strict=True)) if a != b)]
+    ambiguous = cli("show", shared, "--store", str(store), cwd=tmp_path)
+    assert ambiguous.returncode == 2 and "ambiguous" in ambiguous.stderr, ambiguous.stderr
+    nested = tmp_path / "new" / "folder" / "export.json"
+    export = cli(
+        "export", ids[0], "--format", "json", "-o", str(nested), "--store", str(store), cwd=tmp_path
+    )
+    assert export.returncode == 0 and nested.is_file(), export.stderr
+    under_file = cli(
+        "export", ids[0], "-o", str(dataset / "x.json"), "--store", str(store), cwd=tmp_path
+    )
+    assert under_file.returncode == 2 and "Traceback" not in under_file.stderr

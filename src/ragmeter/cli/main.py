@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
 import signal
 import sys
@@ -24,6 +25,7 @@ from ragmeter.errors import (
     EXIT_TARGET_DOWN,
     EXIT_TERMINATED,
     RagmeterError,
+    StoreError,
 )
 from ragmeter.models import Case, RunRecord
 from ragmeter.redaction import redact_text
@@ -42,7 +44,7 @@ def fail(message: object, code: int = EXIT_BAD_INPUT, label: str = "error") -> N
     """Print one error (secrets masked, escape sequences and markup inert) and exit."""
     text = Text(f"{label}: ", style="bold red")
     text.append(inert(redact_text(str(message)), markup=False))
-    errors.print(text, highlight=False)
+    errors.print(text, highlight=False, soft_wrap=True)
     sys.exit(code)
 
 
@@ -60,6 +62,18 @@ class RagmeterGroup(click.Group):
             fail(f"target not ready ({exc.error_type}): {exc.message}", EXIT_TARGET_DOWN)
         except _USER_ERRORS as exc:
             fail(exc)
+
+
+def _alpha(value: float) -> float:
+    if not 0 < value < 1:
+        raise click.BadParameter(f"must be between 0 and 1 (e.g. 0.05), got {value}")
+    return value
+
+
+def _margin(value: float) -> float:
+    if not (math.isfinite(value) and value >= 0):
+        raise click.BadParameter(f"must be a finite number >= 0 (e.g. 0.02), got {value}")
+    return value
 
 
 store_option = click.option(
@@ -127,7 +141,13 @@ max_judge_cost_option = click.option(
 @click.option("--samples", type=int, help="Evaluate a seeded random sample of N cases.")
 @click.option("--seed", type=int, help="Seed for sampling and bootstrap intervals.")
 @click.option("--concurrency", type=int, help="Cases in flight at once.")
-@click.option("--timeout", "timeout_s", type=float, help="Per-case timeout in seconds.")
+@click.option(
+    "--timeout",
+    "timeout_s",
+    type=float,
+    help="Seconds one request to the target may take; a case, retries included, may take "
+    "3x that (case_timeout_s).",
+)
 @click.option("--name", help="Run name.")
 @click.option(
     "--store", envvar="RAGMETER_STORE", help="SQLite run store (default .ragmeter/runs.db)."
@@ -185,8 +205,20 @@ max_judge_cost_option = click.option(
     "--baseline",
     help="Run id or run JSON file: check the new run for regressions against it (exit 4).",
 )
-@click.option("--margin", default=0.02, show_default=True, help="Regression margin.")
-@click.option("--alpha", default=0.05, show_default=True, help="Significance level.")
+@click.option(
+    "--margin",
+    default=0.02,
+    show_default=True,
+    callback=lambda ctx, param, value: _margin(value),
+    help="Regression margin.",
+)
+@click.option(
+    "--alpha",
+    default=0.05,
+    show_default=True,
+    callback=lambda ctx, param, value: _alpha(value),
+    help="Significance level.",
+)
 def eval_command(
     config_file: str | None,
     datasets: tuple[str, ...],
@@ -287,6 +319,19 @@ def eval_command(
     if dry_run:
         _judge_estimate(config)
         return
+    if gate and config.targets is not None and not config.targets:
+        fail("--gate with an empty targets table checks nothing; name at least one target")
+    if baseline and not Path(baseline).is_file():
+        try:
+            baseline_store = RunStore(config.store, create=False)
+        except StoreError as exc:
+            fail(f"--baseline {baseline}: {exc}")
+        try:
+            baseline_store.get_run(baseline)  # a missing baseline is found before any question
+        except RunNotFoundError as exc:
+            fail(f"--baseline: {exc} ({config.store}); give a run id or a run JSON file")
+        finally:
+            baseline_store.close()
     record = _run_eval(config, resume)
     failed = False
     if baseline:
@@ -439,7 +484,7 @@ def _run_eval(config: EvalConfig, resume: str | None) -> RunRecord:
     except RunInterruptedError as exc:
         progress.stop()
         signum = received[0] if received else signal.SIGINT
-        errors.print(Text(str(exc), style="yellow"), highlight=False)
+        errors.print(Text(str(exc), style="yellow"), highlight=False, soft_wrap=True)
         _exit_now(EXIT_TERMINATED if signum == signal.SIGTERM else EXIT_INTERRUPTED)
     print_run(outcome.record, console)
     console.print(Text(f"stored in {config.store} · run file {outcome.run_file}"), highlight=False)
@@ -628,6 +673,17 @@ def show_command(
             console.print(renderable)
         return
     print_run(record, console)
+    if record.status != "completed":
+        answered = len(run_store.answered_case_ids(record.id))
+        errors.print(
+            Text(
+                f"run {record.id} is {record.status}: {answered} of {record.question_count} "
+                f"cases answered, not scored yet; finish it with: ragmeter eval --resume "
+                f"{record.id}",
+                style="yellow",
+            ),
+            soft_wrap=True,
+        )
     if show_cases:
         from ragmeter.reports.console import cases_table
 
@@ -668,11 +724,18 @@ def _print_breakdown(
 @click.argument("candidates", nargs=-1, required=True)
 @store_option
 @click.option("--metric", "metrics", multiple=True, help="Compare only these metrics.")
-@click.option("--alpha", default=0.05, show_default=True, help="Significance level.")
+@click.option(
+    "--alpha",
+    default=0.05,
+    show_default=True,
+    callback=lambda ctx, param, value: _alpha(value),
+    help="Significance level.",
+)
 @click.option(
     "--margin",
     default=0.02,
     show_default=True,
+    callback=lambda ctx, param, value: _margin(value),
     help="Smallest worsening that counts as a regression (absolute; relative for ms/USD).",
 )
 @click.option(
@@ -848,6 +911,12 @@ def export_command(run_id: str, store: str, fmt: str, output: str) -> None:
     run_store, record = _open_run(store, run_id)
     results = run_store.get_results(record.id)
     path = Path(output)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        fail(f"-o {output}: cannot create its folder ({exc.strerror or exc}); pass a file path")
+    if path.is_dir():
+        fail(f"-o {output} is a folder; pass a file path")
     if fmt == "json":
         document = run_document(record, results, run_store.get_scores(record.id))
         path.write_text(json.dumps(document, indent=2), encoding="utf-8")

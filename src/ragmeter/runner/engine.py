@@ -397,6 +397,8 @@ async def run_evaluation_async(
     check_scoring_config(config)
     preflight.check_names(config)
     preflight.check_options(config)
+    preflight.check_targets(config)
+    preflight.check_headers(config)
     if resume is None:
         # datasets are read and validated before anything is written
         run_cases = sample_cases(
@@ -419,12 +421,10 @@ async def run_evaluation_async(
                     f"run {record.id} is already completed; nothing to resume "
                     f"(`ragmeter show {record.id}` prints it)"
                 )
+            # the run's own settings, except where this invocation names another output folder
+            given = {"store", "progress"} | (config.model_fields_set & {"output_dir"})
             config = _record_config(record.config).model_copy(
-                update={
-                    "store": config.store,
-                    "output_dir": config.output_dir,
-                    "progress": config.progress,
-                }
+                update={name: getattr(config, name) for name in given}
             )
             run_cases = store.get_cases(record.id)
         judge_info = await preflight.check_judges(config) if config.judge else {}

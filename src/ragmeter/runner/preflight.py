@@ -7,6 +7,9 @@ the cases themselves and the judge's key and server are all checked here, so a r
 
 from __future__ import annotations
 
+import difflib
+import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +17,8 @@ from ragmeter.config import EvalConfig
 from ragmeter.errors import InputError
 from ragmeter.models import Case
 from ragmeter.registry import UnknownNameError, registry
+
+_ENV_REFERENCE = re.compile(r"\$\{(\w+)\}")
 
 
 def check_names(config: EvalConfig) -> None:
@@ -76,3 +81,47 @@ async def check_judges(config: EvalConfig) -> dict[str, Any]:
                 spec, api_key_env=config.judge_api_key_env, timeout_s=config.judge_timeout_s
             )
     return snapshot
+
+
+def check_targets(config: EvalConfig) -> None:
+    """Every metric a targets table names exists, and this run computes it (unless the target
+    is optional): a misspelt or unmeasurable target would otherwise pass or fail a gate on
+    nothing, after every question was asked."""
+    if config.targets is None:
+        return
+    from ragmeter.metrics.base import MetricSettings
+    from ragmeter.scoring.targets import DEFAULT_TARGETS, parse_targets
+
+    settings = MetricSettings(ks=tuple(config.ks))
+    family_of: dict[str, str] = {}
+    for family in registry.names("metrics"):
+        for metric in registry.get("metrics", family)(settings):
+            family_of.setdefault(metric.name, family)
+    planned = {t.metric for t in DEFAULT_TARGETS}  # perspectives still to come
+    computed = set(config.metrics) | ({"judged"} if config.judge else set())
+    for target in parse_targets(config.targets):
+        source = family_of.get(target.metric)
+        if source is None and target.metric not in planned:
+            close = difflib.get_close_matches(target.metric, list(family_of), n=3, cutoff=0.6)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            raise InputError(
+                f"targets: no metric {target.metric!r}{hint} (`ragmeter metrics` lists them)"
+            )
+        if source is not None and source not in computed and not target.optional:
+            raise InputError(
+                f"targets: {target.metric} comes from the {source!r} metric family, which this "
+                f"run does not compute; add it to --metrics"
+                + (" and name a --judge" if source == "judged" else "")
+                + ", or mark the target optional"
+            )
+
+
+def check_headers(config: EvalConfig) -> None:
+    """A header that names an unset environment variable would be sent empty."""
+    for name, value in config.target.headers.items():
+        for variable in _ENV_REFERENCE.findall(value):
+            if not os.environ.get(variable):
+                raise InputError(
+                    f"--header {name}: the environment variable {variable} is not set; "
+                    f"export it first (the header would be sent empty)"
+                )

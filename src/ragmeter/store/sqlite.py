@@ -45,7 +45,16 @@ _EXTRAS = ("breakdowns", "weighted_score", "targets", "performance", "judge_reli
 
 
 class RunNotFoundError(KeyError):
+    """No run has this id, or (``candidates`` given) more than one starts with it."""
+
+    def __init__(self, run_id: str, candidates: list[str] | None = None) -> None:
+        super().__init__(run_id)
+        self.candidates = candidates or []
+
     def __str__(self) -> str:
+        if self.candidates:
+            shown = ", ".join(self.candidates[:5])
+            return f"run id prefix {self.args[0]!r} is ambiguous: it starts {shown}; give more"
         return f"no run {self.args[0]!r} in the store"
 
 
@@ -307,10 +316,10 @@ class RunStore:
             if row is None:
                 prefix = run_id.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
                 matches = self.db.execute(
-                    "SELECT * FROM runs WHERE id LIKE ? ESCAPE '\\' LIMIT 2", (f"{prefix}%",)
+                    "SELECT * FROM runs WHERE id LIKE ? ESCAPE '\\' LIMIT 6", (f"{prefix}%",)
                 ).fetchall()
                 if len(matches) != 1:
-                    raise RunNotFoundError(run_id)
+                    raise RunNotFoundError(run_id, [m["id"] for m in matches])
                 row = matches[0]
         return self._record(row)
 

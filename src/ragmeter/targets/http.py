@@ -23,7 +23,7 @@ from ragmeter.config import TargetConfig
 from ragmeter.errors import InputError
 from ragmeter.models import Case, Response
 from ragmeter.paths import MISSING, get_path
-from ragmeter.redaction import redact_text, redact_url, remember_secret
+from ragmeter.redaction import is_secret_key, redact_text, redact_url, remember_secret
 from ragmeter.retry import retry_delay_s
 from ragmeter.targets.base import TargetError
 from ragmeter.targets.python import clip, describe_validation_error
@@ -153,6 +153,13 @@ def _redirect_message(reply: httpx.Response) -> str:
     )
 
 
+def remember_query_secrets(params: httpx.QueryParams) -> None:
+    """Values of secret-looking query parameters are masked wherever they appear later."""
+    for key, value in params.multi_items():
+        if is_secret_key(key):
+            remember_secret(value)
+
+
 class HttpTarget:
     name = "http"
 
@@ -178,8 +185,14 @@ class HttpTarget:
             remember_secret(base64.b64encode(token).decode("ascii"))
         self.config = config
         self.template = config.request_template or DEFAULT_TEMPLATE
+        # a query string (``?api_key=...``) is sent with every request, after the path
+        query = parsed.params
+        if query:
+            url = str(parsed.copy_with(query=None)).rstrip("/")
+            remember_query_secrets(query)
         self.client = httpx.AsyncClient(
             base_url=url,
+            params=query,
             timeout=httpx.Timeout(config.timeout_s),
             limits=httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency),
             headers={key: _expand_env(value) for key, value in config.headers.items()},

@@ -132,7 +132,7 @@ class ReplayTarget:
             raise TargetError(str(record["error_type"]), str(record.get("error_message") or ""))
         payload = record.get("response", {k: v for k, v in record.items() if k != "case_id"})
         try:
-            return Response.model_validate(payload)
+            return Response.from_target(payload, recorded=True)
         except ValidationError as exc:
             prefix = "response." if "response" in record else ""
             problems = problems_from_validation(exc, str(self.path), line, case.case_id)
