@@ -6,8 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from ragmeter.datasets.trec import write_qrels, write_run
+from ragmeter.errors import InputError
 from ragmeter.metrics.retrieval import judge_case
 from ragmeter.models import Case, CaseResult, RunRecord
+
+
+def _one_token(text: str) -> bool:
+    return bool(text) and len(text.split()) == 1 and text.split()[0] == text
 
 
 def export_trec(
@@ -31,6 +36,16 @@ def export_trec(
         run[case.case_id] = [
             (item, float(len(judged.ranked) - i)) for i, item in enumerate(judged.ranked)
         ]
+    spaced = sorted(
+        {query for query in run if not _one_token(query)}
+        | {item for ranked in run.values() for item, _ in ranked if not _one_token(item)}
+        | {item for judged in qrels.values() for item in judged if not _one_token(item)}
+    )
+    if spaced:
+        raise InputError(
+            f"TREC files are whitespace-separated, so ids with spaces cannot be written: "
+            f"{', '.join(repr(i) for i in spaced[:5])}; rename them in the dataset or the system"
+        )
     if fmt == "trec-qrels":
         write_qrels(path, qrels)
     else:
