@@ -17,6 +17,7 @@ from ragmeter.yamlio import YamlError, load_yaml
 
 __all__ = ["REDACTED", "ConfigError", "EvalConfig", "TargetConfig", "load_config", "redact"]
 
+
 class ConfigError(ValueError):
     pass
 
