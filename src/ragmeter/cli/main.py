@@ -76,6 +76,20 @@ def _margin(value: float) -> float:
     return value
 
 
+alpha_option = click.option(
+    "--alpha",
+    default=0.05,
+    show_default=True,
+    callback=lambda ctx, param, value: _alpha(value),
+    help="Significance level of the paired tests.",
+)
+margin_option = click.option(
+    "--margin",
+    default=0.02,
+    show_default=True,
+    callback=lambda ctx, param, value: _margin(value),
+    help="Smallest worsening that counts as a regression (absolute; relative for ms/USD).",
+)
 store_option = click.option(
     "--store",
     envvar="RAGMETER_STORE",
@@ -205,20 +219,8 @@ max_judge_cost_option = click.option(
     "--baseline",
     help="Run id or run JSON file: check the new run for regressions against it (exit 4).",
 )
-@click.option(
-    "--margin",
-    default=0.02,
-    show_default=True,
-    callback=lambda ctx, param, value: _margin(value),
-    help="Regression margin.",
-)
-@click.option(
-    "--alpha",
-    default=0.05,
-    show_default=True,
-    callback=lambda ctx, param, value: _alpha(value),
-    help="Significance level.",
-)
+@margin_option
+@alpha_option
 def eval_command(
     config_file: str | None,
     datasets: tuple[str, ...],
@@ -724,20 +726,8 @@ def _print_breakdown(
 @click.argument("candidates", nargs=-1, required=True)
 @store_option
 @click.option("--metric", "metrics", multiple=True, help="Compare only these metrics.")
-@click.option(
-    "--alpha",
-    default=0.05,
-    show_default=True,
-    callback=lambda ctx, param, value: _alpha(value),
-    help="Significance level.",
-)
-@click.option(
-    "--margin",
-    default=0.02,
-    show_default=True,
-    callback=lambda ctx, param, value: _margin(value),
-    help="Smallest worsening that counts as a regression (absolute; relative for ms/USD).",
-)
+@alpha_option
+@margin_option
 @click.option(
     "--fail-on-regression", is_flag=True, help="Exit 4 if a candidate regressed on any metric."
 )
