@@ -15,7 +15,18 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ragmeter.redaction import REDACTED, redact
 from ragmeter.yamlio import YamlError, load_yaml
 
-__all__ = ["REDACTED", "ConfigError", "EvalConfig", "TargetConfig", "load_config", "redact"]
+__all__ = [
+    "DEFAULT_STORE",
+    "REDACTED",
+    "ConfigError",
+    "EvalConfig",
+    "TargetConfig",
+    "load_config",
+    "redact",
+]
+
+
+DEFAULT_STORE = ".ragmeter/runs.db"
 
 
 class ConfigError(ValueError):
@@ -111,7 +122,7 @@ class EvalConfig(BaseModel):
     # targets (seed 003): {metric: "> 0.6"} or a list; None means the default table
     targets: dict[str, Any] | list[Any] | None = None
     prices: dict[str, ModelPrice] = Field(default_factory=dict)
-    store: str = ".ragmeter/runs.db"
+    store: str = DEFAULT_STORE
     output_dir: str = ".ragmeter/runs"
     progress: bool = True
 

@@ -36,7 +36,8 @@ SAFE_HEADERS = frozenset(
         "X-Request-Id",
     )
 )
-_ENV_REFERENCE = re.compile(r"\$\{\w+\}")
+# ${NAME}: an environment variable named in a setting (headers, keys); group 1 is the name
+ENV_REFERENCE = re.compile(r"\$\{(\w+)\}")
 _URL_CREDENTIALS = re.compile(r"(?P<scheme>[a-z][a-z0-9+.\-]*://)(?P<userinfo>[^/?#@\s]+)@", re.I)
 _SECRET_QUERY = re.compile(
     r"(?P<key>[?&;](?:[\w.\-]*(?:key|token|secret|password|passwd|sig|signature|auth|code)"
@@ -86,7 +87,7 @@ def is_secret_key(key: str) -> bool:
 
 def _only_env_references(value: str) -> bool:
     """True for values like ``${API_KEY}`` or ``Bearer ${TOKEN}``: names, not secrets."""
-    rest = _ENV_REFERENCE.sub("", value)
+    rest = ENV_REFERENCE.sub("", value)
     return rest != value and rest.strip().lower() in ("", "bearer", "basic", "token")
 
 

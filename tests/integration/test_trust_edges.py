@@ -178,6 +178,7 @@ def test_every_bad_reply_is_a_typed_stored_readable_case(
         ["show", run_id, "--cases"],
         ["show", run_id, "--details"],
         ["show", run_id, "--json"],
+        ["show", run_id, "--details", "--json"],
         ["stats", run_id],
         ["runs"],
         ["export", run_id, "-o", str(tmp_path / "export.jsonl")],
@@ -192,6 +193,15 @@ def test_every_bad_reply_is_a_typed_stored_readable_case(
         outputs.append(shown.stdout + shown.stderr)
     details = outputs[3]
     assert "ESCAPES in the error body?" in details and "upstream failed" in details
+    as_data = {case["case_id"]: case for case in json.loads(outputs[5])}
+    assert set(as_data) == set(MODES)
+    assert as_data["answer-only"]["scores"]["recall_at_5"] == {
+        "status": "skipped",
+        "value": None,
+        "low": False,
+        "reason": "target did not report retrieved chunks",
+        "details": {},
+    }
 
     resumed = cli("eval", "--resume", run_id, *common, cwd=tmp_path)
     assert resumed.returncode == 2 and "already completed" in resumed.stderr

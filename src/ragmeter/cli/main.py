@@ -16,7 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.text import Text
 
 from ragmeter import __version__
-from ragmeter.config import ConfigError, EvalConfig, load_config
+from ragmeter.config import DEFAULT_STORE, ConfigError, EvalConfig, load_config
 from ragmeter.datasets import DatasetError, validate_dataset
 from ragmeter.errors import (
     EXIT_BAD_INPUT,
@@ -37,7 +37,6 @@ from ragmeter.targets import TargetError, parse_target_spec
 
 console = make_console()
 errors = make_console(stderr=True)
-DEFAULT_STORE = EvalConfig.model_fields["store"].default
 
 
 def fail(message: object, code: int = EXIT_BAD_INPUT, label: str = "error") -> NoReturn:
@@ -164,7 +163,7 @@ max_judge_cost_option = click.option(
 )
 @click.option("--name", help="Run name.")
 @click.option(
-    "--store", envvar="RAGMETER_STORE", help="SQLite run store (default .ragmeter/runs.db)."
+    "--store", envvar="RAGMETER_STORE", help=f"SQLite run store (default {DEFAULT_STORE})."
 )
 @click.option("--output-dir", help="Folder for run JSON files (default .ragmeter/runs).")
 @click.option("--resume", help="Finish an interrupted run by its id.")
@@ -312,12 +311,9 @@ def eval_command(
         overrides["progress"] = False
     if breakdowns:
         overrides["breakdowns"] = list(breakdowns)
-    try:
-        if targets_file:
-            overrides["targets"] = _read_targets(targets_file)
-        config = load_config(config_file, overrides)
-    except ConfigError as exc:
-        fail(exc)
+    if targets_file:
+        overrides["targets"] = _read_targets(targets_file)
+    config = load_config(config_file, overrides)
     if dry_run:
         _judge_estimate(config)
         return
@@ -427,12 +423,9 @@ def _judge_estimate(config: EvalConfig) -> None:
 
     if not config.judge:
         fail("--dry-run estimates judging: name a --judge")
-    try:
-        cases = sample_cases(
-            load_datasets(config.datasets, config.field_map or None), config.samples, config.seed
-        )
-    except DatasetError as exc:
-        fail(f"{exc}")
+    cases = sample_cases(
+        load_datasets(config.datasets, config.field_map or None), config.samples, config.seed
+    )
     estimate = estimate_judging(
         [(case, None) for case in cases], config.judge, prices=config.price_table()
     )
@@ -481,8 +474,6 @@ def _run_eval(config: EvalConfig, resume: str | None) -> RunRecord:
     try:
         with progress:
             outcome = asyncio.run(drive())
-    except DatasetError as exc:
-        fail(exc)
     except RunInterruptedError as exc:
         progress.stop()
         signum = received[0] if received else signal.SIGINT
@@ -562,10 +553,7 @@ def rescore_command(
         changes["metrics"] = [m.strip() for m in metrics.split(",") if m.strip()]
     if name:
         changes["name"] = name
-    try:
-        outcome = rescore(store, run_id, changes, output_dir)
-    except (RunNotFoundError, UnknownNameError, ValueError) as exc:
-        fail(f"{exc}")
+    outcome = rescore(store, run_id, changes, output_dir)
     print_run(outcome.record, console)
     console.print(
         Text(
@@ -612,7 +600,7 @@ def _open_run(store: str, run_id: str) -> tuple[RunStore, RunRecord]:
     "--details",
     is_flag=True,
     help="Every case: question, answer, reference and each metric's value or reason "
-    "(unsupported claims, missing keywords, judge reasons).",
+    "(unsupported claims, missing keywords, judge reasons); with --json, as JSON.",
 )
 @click.option(
     "--failing",
@@ -649,14 +637,8 @@ def show_command(
     if by_field:
         _print_breakdown(run_store, record, by_field, list(by_metrics))
         return
-    if as_json:
-        document = run_document(
-            record, run_store.get_results(record.id), run_store.get_scores(record.id)
-        )
-        click.echo(json.dumps(document, indent=2))
-        return
     if details:
-        from ragmeter.reports.case_details import case_details
+        from ragmeter.reports.case_details import case_details, case_details_json
 
         cases = run_store.get_cases(record.id)
         if case_ids:
@@ -664,15 +646,23 @@ def show_command(
             if unknown:
                 fail(f"run {record.id} has no case {', '.join(map(repr, unknown))}")
             cases = [c for c in cases if c.case_id in case_ids]
-        for renderable in case_details(
-            cases,
-            run_store.get_results(record.id),
-            run_store.get_scores(record.id),
-            only_failing=failing,
-            metrics=list(by_metrics) or None,
-            scorecard=record.scorecard,
-        ):
+        arguments = (cases, run_store.get_results(record.id), run_store.get_scores(record.id))
+        selection: dict[str, Any] = {
+            "only_failing": failing,
+            "metrics": list(by_metrics) or None,
+            "scorecard": record.scorecard,
+        }
+        if as_json:
+            click.echo(json.dumps(case_details_json(*arguments, **selection), indent=2))
+            return
+        for renderable in case_details(*arguments, **selection):
             console.print(renderable)
+        return
+    if as_json:
+        document = run_document(
+            record, run_store.get_results(record.id), run_store.get_scores(record.id)
+        )
+        click.echo(json.dumps(document, indent=2))
         return
     print_run(record, console)
     if record.status != "completed":
@@ -697,7 +687,6 @@ def _print_breakdown(
 ) -> None:
     """The stored breakdown, or one computed now from the stored scores."""
     from ragmeter.reports.console import breakdown_table
-    from ragmeter.scoring.breakdowns import BreakdownFieldError
 
     groups = record.breakdowns.get(field)
     if groups is None:
@@ -706,17 +695,14 @@ def _print_breakdown(
         from ragmeter.scoring.aggregate import aggregate_with_breakdowns
 
         config = _record_config(record.config)
-        try:
-            _, computed = aggregate_with_breakdowns(
-                run_store.get_scores(record.id),
-                resolve_metrics(config.metrics, metric_settings(config)),
-                run_store.get_cases(record.id),
-                [field],
-                config.bootstrap_resamples,
-                config.seed,
-            )
-        except (BreakdownFieldError, UnknownNameError) as exc:
-            fail(f"{exc}")
+        _, computed = aggregate_with_breakdowns(
+            run_store.get_scores(record.id),
+            resolve_metrics(config.metrics, metric_settings(config)),
+            run_store.get_cases(record.id),
+            [field],
+            config.bootstrap_resamples,
+            config.seed,
+        )
         groups = computed[field]
     console.print(breakdown_table(field, groups, metrics or None))
 
@@ -868,10 +854,7 @@ def stats_command(run_id: str | None, datasets: tuple[str, ...], store: str, as_
         if not datasets:
             document["dataset"] = dataset_stats(cases)
     if datasets or run_id is None:
-        try:
-            document["dataset"] = dataset_stats(load_datasets(list(datasets) or ["demo"]))
-        except DatasetError as exc:
-            fail(f"{exc}")
+        document["dataset"] = dataset_stats(load_datasets(list(datasets) or ["demo"]))
     if as_json:
         click.echo(json.dumps(document, indent=2))
         return
@@ -979,15 +962,12 @@ def trec_command(
 ) -> None:
     """Evaluate a TREC run file against TREC qrels, printing trec_eval-style lines."""
     from ragmeter.datasets.trec import read_qrels, read_run
-    from ragmeter.metrics.ir import MeasureError, parse_measure
+    from ragmeter.metrics.ir import parse_measure
     from ragmeter.metrics.ir_batch import evaluate_batch
 
     names = measures or ("map", "P.5", "P.10", "recall.100", "ndcg_cut.10", "recip_rank", "Rprec")
-    try:
-        parsed = list(dict.fromkeys(parse_measure(name) for name in names))
-        judgments, ranking = read_qrels(qrels), read_run(run)
-    except (MeasureError, DatasetError) as exc:
-        fail(f"{exc}")
+    parsed = list(dict.fromkeys(parse_measure(name) for name in names))
+    judgments, ranking = read_qrels(qrels), read_run(run)
     result = evaluate_batch(
         judgments,
         ranking,
@@ -1038,10 +1018,7 @@ def import_squad_command(squad_json: str, out_dir: str) -> None:
     (one document a paragraph) for `ragmeter eval --dataset ... --corpus ...`."""
     from ragmeter.datasets.squad import import_squad
 
-    try:
-        cases_file, corpus, count = import_squad(squad_json, out_dir)
-    except DatasetError as exc:
-        fail(f"{exc}")
+    cases_file, corpus, count = import_squad(squad_json, out_dir)
     click.echo(f"{count} cases -> {cases_file}; corpus -> {corpus}")
     click.echo(f"run: ragmeter eval --dataset {cases_file} --corpus {corpus}")
 

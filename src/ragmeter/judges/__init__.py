@@ -29,6 +29,7 @@ from typing import Any, TypeVar
 
 import httpx
 
+from ragmeter.config import DEFAULT_STORE
 from ragmeter.errors import JudgeConfigError
 from ragmeter.judges.base import (
     DEFAULT_MAX_RETRIES,
@@ -62,7 +63,7 @@ _N = TypeVar("_N", int, float)
 @dataclass(frozen=True)
 class JudgeSettings:
     spec: str | None = None
-    store: str = ".ragmeter/runs.db"  # judge records and cache live in the run store
+    store: str = DEFAULT_STORE  # judge records and cache live in the run store
     use_cache: bool = True
     max_cost: float | None = None  # USD; judging stops cleanly when reached
     prices: dict[str, Price] = field(default_factory=dict)

@@ -8,9 +8,7 @@ resumes by asking only the unanswered cases, and a stored run can be re-scored o
 from __future__ import annotations
 
 import asyncio
-import os
 import random
-import re
 import threading
 import time
 import uuid
@@ -21,14 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from ragmeter import __version__
-from ragmeter.config import EvalConfig, TargetConfig, config_snapshot
+from ragmeter.config import DEFAULT_STORE, EvalConfig, TargetConfig, config_snapshot
 from ragmeter.datasets import load_datasets
 from ragmeter.errors import InputError
 from ragmeter.metrics import MetricSettings, resolve_metrics, score_case
 from ragmeter.metrics.base import Metric
 from ragmeter.metrics.performance import apply_prices, performance_summary
 from ragmeter.models import Case, CaseResult, RunRecord, Score, Scorecard
-from ragmeter.redaction import SAFE_HEADERS, redact, redact_text, remember_secret
+from ragmeter.redaction import redact, redact_text
 from ragmeter.reports.json_report import write_run_json
 from ragmeter.runner import preflight
 from ragmeter.runner.background import in_daemon_thread
@@ -38,8 +36,6 @@ from ragmeter.scoring.targets import check_targets, parse_targets
 from ragmeter.scoring.weighted import weighted_score
 from ragmeter.store.sqlite import RunStore
 from ragmeter.targets import Target, TargetError, build_target
-
-DEFAULT_STORE = EvalConfig.model_fields["store"].default
 
 ProgressHook = Callable[[int, int], None]
 
@@ -365,19 +361,6 @@ def _score_in_thread(
         store.close()
 
 
-def _remember_target_secrets(config: TargetConfig) -> None:
-    """Header values (literal or expanded from the environment) are masked wherever they
-    appear later: in a stored error message, a reason, a printed line."""
-    for name, value in config.headers.items():
-        if name.lower() in SAFE_HEADERS:
-            continue
-        expanded = re.sub(r"\$\{(\w+)\}", lambda m: os.environ.get(m.group(1), ""), value)
-        remember_secret(expanded)
-        words = expanded.split()
-        if len(words) > 1:  # "Bearer TOKEN": the token alone
-            remember_secret(words[-1])
-
-
 async def run_evaluation_async(
     config: EvalConfig,
     *,
@@ -428,7 +411,6 @@ async def run_evaluation_async(
             )
             run_cases = store.get_cases(record.id)
         judge_info = await preflight.check_judges(config) if config.judge else {}
-        _remember_target_secrets(config.target)
         owns_target = target is None
         if target is None:
             target = build_target(config.target, concurrency=config.concurrency)

@@ -9,16 +9,14 @@ from __future__ import annotations
 
 import difflib
 import os
-import re
 from pathlib import Path
 from typing import Any
 
 from ragmeter.config import EvalConfig
 from ragmeter.errors import InputError
 from ragmeter.models import Case
+from ragmeter.redaction import ENV_REFERENCE
 from ragmeter.registry import UnknownNameError, registry
-
-_ENV_REFERENCE = re.compile(r"\$\{(\w+)\}")
 
 
 def check_names(config: EvalConfig) -> None:
@@ -119,7 +117,7 @@ def check_targets(config: EvalConfig) -> None:
 def check_headers(config: EvalConfig) -> None:
     """A header that names an unset environment variable would be sent empty."""
     for name, value in config.target.headers.items():
-        for variable in _ENV_REFERENCE.findall(value):
+        for variable in ENV_REFERENCE.findall(value):
             if not os.environ.get(variable):
                 raise InputError(
                     f"--header {name}: the environment variable {variable} is not set; "

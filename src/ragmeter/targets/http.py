@@ -23,14 +23,20 @@ from ragmeter.config import TargetConfig
 from ragmeter.errors import InputError
 from ragmeter.models import Case, Response
 from ragmeter.paths import MISSING, get_path
-from ragmeter.redaction import is_secret_key, redact_text, redact_url, remember_secret
+from ragmeter.redaction import (
+    ENV_REFERENCE,
+    SAFE_HEADERS,
+    is_secret_key,
+    redact_text,
+    redact_url,
+    remember_secret,
+)
 from ragmeter.retry import retry_delay_s
 from ragmeter.targets.base import TargetError
 from ragmeter.targets.python import clip, describe_validation_error
 
 DEFAULT_TEMPLATE: dict[str, Any] = {"question": "{question}", "top_k": "{top_k}"}
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
-_ENV_REFERENCE = re.compile(r"\$\{(\w+)\}")
 _LIST_FIELDS = ("retrieved", "citations")
 _MAX_RETRY_AFTER_S = 30.0
 # an error reply is read only this far: its message quotes 200 characters of it
@@ -106,7 +112,22 @@ def _map_item(item: Any, sub_mapping: dict[str, str]) -> Any:
 
 
 def _expand_env(value: str) -> str:
-    return _ENV_REFERENCE.sub(lambda m: os.environ.get(m.group(1), ""), value)
+    return ENV_REFERENCE.sub(lambda m: os.environ.get(m.group(1), ""), value)
+
+
+def _expand_headers(headers: dict[str, str]) -> dict[str, str]:
+    """Header values with ``${ENV}`` expanded; every value that is not harmless (literal or
+    expanded) is remembered as a secret, so it is masked wherever it appears later: a stored
+    error message, a reason, a printed line."""
+    expanded = {name: _expand_env(value) for name, value in headers.items()}
+    for name, value in expanded.items():
+        if name.lower() in SAFE_HEADERS:
+            continue
+        remember_secret(value)
+        words = value.split()
+        if len(words) > 1:  # "Bearer TOKEN": the token alone
+            remember_secret(words[-1])
+    return expanded
 
 
 def _reject_constant(name: str) -> NoReturn:
@@ -195,7 +216,7 @@ class HttpTarget:
             params=query,
             timeout=httpx.Timeout(config.timeout_s),
             limits=httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency),
-            headers={key: _expand_env(value) for key, value in config.headers.items()},
+            headers=_expand_headers(config.headers),
             follow_redirects=False,
         )
 
