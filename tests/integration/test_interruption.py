@@ -143,6 +143,19 @@ def finish_and_check(
     assert status == "interrupted"
     assert f"ragmeter eval --resume {run_id}" in stderr
     assert "Traceback" not in stderr
+    resume_and_check(tmp_path, run_id, server, questions, expected)
+
+
+def resume_and_check(
+    tmp_path: Path,
+    run_id: str,
+    server: FaultyServer,
+    questions: dict[str, str],
+    expected: dict[tuple[str, str], tuple[str, Any]],
+) -> None:
+    """``--resume``: exactly N answers, no stored answer asked again, the same scores as an
+    uninterrupted run, and the run file in the run's own output folder."""
+    store = tmp_path / "runs.db"
     kept = answered(store)
     asked_before = {case_id: server.requests_for(q) for case_id, q in questions.items()}
     resumed = cli(tmp_path, "eval", "--resume", run_id, "--no-progress")
@@ -225,12 +238,4 @@ def test_sigkill_then_resume_asks_only_unanswered(
     proc.communicate(timeout=10)
     ((run_id, status),) = query(store, "SELECT id, status FROM runs")
     assert status == "running"  # nobody could mark it
-    kept = answered(store)
-    asked_before = {case_id: slow_server.requests_for(q) for case_id, q in questions.items()}
-    resumed = cli(tmp_path, "eval", "--resume", run_id, "--no-progress")
-    assert resumed.returncode == 0, resumed.stderr
-    ((total, distinct),) = query(store, "SELECT COUNT(*), COUNT(DISTINCT case_id) FROM responses")
-    assert total == distinct == N
-    for case_id in kept:
-        assert slow_server.requests_for(questions[case_id]) == asked_before[case_id]
-    assert comparable_scores(store) == reference_scores["offline"]
+    resume_and_check(tmp_path, run_id, slow_server, questions, reference_scores["offline"])
