@@ -168,6 +168,16 @@ def servers() -> Iterator[list[Any]]:
         server.close()
 
 
+class JudgeHolder:
+    """The judge the next scoring in this test uses (passed in MetricSettings, never global)."""
+
+    settings: judges.JudgeSettings | None = None
+
+
+def use_judge(spec: str | None, **options: Any) -> None:
+    JudgeHolder.settings = judges.judge_settings(spec, **options) if spec else None
+
+
 @pytest.fixture(autouse=True)
 def no_judge_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     for name in (
@@ -181,9 +191,9 @@ def no_judge_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         "ANTHROPIC_BASE_URL",
     ):
         monkeypatch.delenv(name, raising=False)
-    judges.configure(None)
+    use_judge(None)
     yield
-    judges.configure(None)
+    use_judge(None)
 
 
 def closed_port() -> int:
@@ -205,7 +215,11 @@ def judge_cases(n: int) -> list[tuple[Case, Response]]:
 def run_correctness(n: int = 1) -> dict[str, Score]:
     """The ``correctness`` judged metric (one call per case) over ``n`` cases, by case id."""
     pairs = judge_cases(n)
-    metrics = [m for m in resolve_metrics(["judged"], MetricSettings()) if m.name == "correctness"]
+    metrics = [
+        m
+        for m in resolve_metrics(["judged"], MetricSettings(judge=JudgeHolder.settings))
+        if m.name == "correctness"
+    ]
     results = [CaseResult(case_id=c.case_id, status="ok", response=r) for c, r in pairs]
     return {s.case_id: s for s in score_results([c for c, _ in pairs], results, metrics)}
 
@@ -225,8 +239,9 @@ def test_timeout_and_retries_default_to_60s_and_one_retry(tmp_path: Path) -> Non
     judge = build_judge("http://127.0.0.1:9/v1#m")
     assert isinstance(judge, OpenAICompatJudge)
     assert (judge.timeout_s, judge.max_retries) == (60.0, 1)
-    judges.configure("http://127.0.0.1:9/v1#m", timeout_s=5.0, max_retries=0)
-    configured = build_judge("http://127.0.0.1:9/v1#m")
+    configured = judges.judge_settings(
+        "http://127.0.0.1:9/v1#m", timeout_s=5.0, max_retries=0
+    ).build()
     assert isinstance(configured, OpenAICompatJudge)
     assert (configured.timeout_s, configured.max_retries) == (5.0, 0)
     # the local judge: the configured per-request limit; only its start-up keeps a long floor
@@ -236,17 +251,17 @@ def test_timeout_and_retries_default_to_60s_and_one_retry(tmp_path: Path) -> Non
     assert isinstance(local, LocalLlamaJudge)
     assert (local.timeout_s, local.max_retries, local.start_timeout_s) == (7.0, 2, 180.0)
     with pytest.raises(JudgeConfigError, match="timeout_s"):
-        judges.configure("http://127.0.0.1:9/v1#m", timeout_s=0)
+        judges.judge_settings("http://127.0.0.1:9/v1#m", timeout_s=0)
     with pytest.raises(JudgeConfigError, match="max_retries"):
         build_judge("http://127.0.0.1:9/v1#m", max_retries=-1)
     with pytest.raises(JudgeConfigError, match="not understood"):
-        judges.configure("gpt-4o")
+        judges.judge_settings("gpt-4o")
 
 
 def test_hung_judge_fails_the_score_quickly_not_the_run(servers: list[Any], tmp_path: Path) -> None:
     hung = HungServer()
     servers.append(hung)
-    judges.configure(
+    use_judge(
         f"{hung.url}/v1#m",
         store=str(tmp_path / "runs.db"),
         tasks=("correctness",),
@@ -291,7 +306,7 @@ def test_session_stops_sending_after_three_lost_calls_in_a_row(
 ) -> None:
     hung = HungServer()
     servers.append(hung)
-    judges.configure(
+    use_judge(
         f"{hung.url}/v1#m",
         store=str(tmp_path / "runs.db"),
         tasks=("correctness",),
@@ -315,7 +330,7 @@ def test_credentials_in_the_judge_url_are_sent_as_basic_auth_and_never_stored(
 ) -> None:
     server = ScriptedServer()
     servers.append(server)
-    judges.configure(
+    use_judge(
         f"{server.with_credentials()}/v1#judge-model",
         store=str(tmp_path / "runs.db"),
         tasks=("correctness",),
@@ -328,7 +343,7 @@ def test_credentials_in_the_judge_url_are_sent_as_basic_auth_and_never_stored(
     assert f'"judge_model": "{server.url}/v1#judge-model"' in details
 
     # failures too: a judge server that refuses the connection, and one answering HTTP 500
-    judges.configure(
+    use_judge(
         f"http://{USER}:{PASSWORD}@127.0.0.1:{closed_port()}/v1#judge-model",
         store=str(tmp_path / "runs.db"),
         tasks=("correctness",),
@@ -337,7 +352,7 @@ def test_credentials_in_the_judge_url_are_sent_as_basic_auth_and_never_stored(
     )
     refused = run_correctness(1)["c0"]
     server.reply = lambda body: (500, {"error": f"upstream {USER}:{PASSWORD} broke"})
-    judges.configure(
+    use_judge(
         f"{server.with_credentials()}/v1#judge-model",
         store=str(tmp_path / "runs.db"),
         tasks=("correctness",),
@@ -369,9 +384,9 @@ def test_http_judge_key_from_api_key_env_else_ragmeter_judge_api_key(
     default_key, named_key = "rjk-default-key-0451", "rjk-named-key-8812"
     monkeypatch.setenv("RAGMETER_JUDGE_API_KEY", default_key)
     monkeypatch.setenv("MY_JUDGE_KEY", named_key)
-    judges.configure(spec, store=str(tmp_path / "runs.db"), tasks=("correctness",))
+    use_judge(spec, store=str(tmp_path / "runs.db"), tasks=("correctness",))
     assert run_correctness(1)["c0"].status == "ok"
-    judges.configure(
+    use_judge(
         spec,
         store=str(tmp_path / "runs.db"),
         tasks=("correctness",),

@@ -94,13 +94,23 @@ def serve() -> Iterator[Callable[..., JudgeServer]]:
         server.close()
 
 
+class JudgeHolder:
+    """The judge the next scoring in this test uses (passed in MetricSettings, never global)."""
+
+    settings: judges.JudgeSettings | None = None
+
+
+def use_judge(spec: str | None, **options: Any) -> None:
+    JudgeHolder.settings = judges.judge_settings(spec, **options) if spec else None
+
+
 @pytest.fixture(autouse=True)
 def no_judge_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     for name in ("RAGMETER_JUDGE", "RAGMETER_JUDGE_MAX_COST", "RAGMETER_JUDGE_STORE"):
         monkeypatch.delenv(name, raising=False)
-    judges.configure(None)
+    use_judge(None)
     yield
-    judges.configure(None)
+    use_judge(None)
 
 
 def completion(content: str, finish: str = "stop", **message: Any) -> Reply:
@@ -173,7 +183,9 @@ def case_and_response(
 def run_judged(
     pairs: list[tuple[Case, Response]], embedder: str = "minilm"
 ) -> dict[tuple[str, str], Score]:
-    metrics = resolve_metrics(["judged"], MetricSettings(embedder=embedder))
+    metrics = resolve_metrics(
+        ["judged"], MetricSettings(embedder=embedder, judge=JudgeHolder.settings)
+    )
     results = [CaseResult(case_id=c.case_id, status="ok", response=r) for c, r in pairs]
     scores = score_results([c for c, _ in pairs], results, metrics)
     return {(s.metric, s.case_id): s for s in scores}
@@ -367,7 +379,7 @@ def test_no_judge_means_skipped_not_a_value() -> None:
 
 def test_judged_metrics_values_details_and_call_budget(serve: Any, tmp_path: Path) -> None:
     server = serve(smart_judge)
-    judges.configure(f"{server.url}/v1#judge-model", store=str(tmp_path / "runs.db"), tasks=RAGAS)
+    use_judge(f"{server.url}/v1#judge-model", store=str(tmp_path / "runs.db"), tasks=RAGAS)
     pairs = [case_and_response(i, chunks=12) for i in range(3)]
     scores = run_judged(pairs)
     assert {metric for metric, _ in scores} == {*RAGAS, "context_precision_ranked", "ragas_score"}
@@ -419,7 +431,7 @@ def test_judged_metrics_values_details_and_call_budget(serve: Any, tmp_path: Pat
 
 def test_all_judged_metrics_and_seed_004_details(serve: Any, tmp_path: Path) -> None:
     server = serve(smart_judge)
-    judges.configure(f"{server.url}/v1#judge-model", store=str(tmp_path / "runs.db"))
+    use_judge(f"{server.url}/v1#judge-model", store=str(tmp_path / "runs.db"))
     scores = run_judged([case_and_response(1)])
     assert {k[0] for k, s in scores.items() if s.status == "ok"} == {
         "faithfulness", "answer_relevancy", "context_precision", "context_precision_ranked",
@@ -466,9 +478,7 @@ def test_answer_relevancy_by_generated_questions_noncommittal_and_fallback(
         return smart_judge(body)
 
     server = serve(judge)
-    judges.configure(
-        f"{server.url}/v1#m", store=str(tmp_path / "r.db"), tasks=("answer_relevancy",)
-    )
+    use_judge(f"{server.url}/v1#m", store=str(tmp_path / "r.db"), tasks=("answer_relevancy",))
     case = Case(case_id="q", question=question)
     response = Response(answer="It is in Leeds.")
     # the generated questions are the question itself: every cosine is 1
@@ -476,7 +486,7 @@ def test_answer_relevancy_by_generated_questions_noncommittal_and_fallback(
         1.0, abs=1e-5
     )
     noncommittal["flag"] = True
-    judges.configure(
+    use_judge(
         f"{server.url}/v1#m",
         store=str(tmp_path / "r.db"),
         tasks=("answer_relevancy",),
@@ -495,7 +505,7 @@ def test_answer_relevancy_by_generated_questions_noncommittal_and_fallback(
 
 def test_abstention_judge_is_the_fallback_for_a_missing_field(serve: Any, tmp_path: Path) -> None:
     server = serve(smart_judge)  # the judge always says: did not abstain
-    judges.configure(f"{server.url}/v1#m", store=str(tmp_path / "r.db"), tasks=("abstention",))
+    use_judge(f"{server.url}/v1#m", store=str(tmp_path / "r.db"), tasks=("abstention",))
     unanswerable = Case(case_id="u", question="Who won in 2090?", answerable=False)
     answerable = Case(case_id="a", question="Capital?", reference_answer="Paris.")
     pairs = [
@@ -524,7 +534,7 @@ def test_geval_letter_grades_at_their_boundaries() -> None:
 
 def test_cache_answers_a_second_run_with_zero_requests(serve: Any, tmp_path: Path) -> None:
     server = serve(smart_judge)
-    judges.configure(f"{server.url}/v1#judge-model", store=str(tmp_path / "runs.db"))
+    use_judge(f"{server.url}/v1#judge-model", store=str(tmp_path / "runs.db"))
     pairs = [case_and_response(i) for i in range(2)]
     first = run_judged(pairs)
     sent = len(server.requests)
@@ -533,7 +543,7 @@ def test_cache_answers_a_second_run_with_zero_requests(serve: Any, tmp_path: Pat
     assert {k: s.value for k, s in first.items()} == {k: s.value for k, s in second.items()}
     rows = JudgeStore(tmp_path / "runs.db").calls()
     assert sum(r["cached"] for r in rows) == sent and len(rows) == 2 * sent
-    judges.configure(
+    use_judge(
         f"{server.url}/v1#judge-model",
         store=str(tmp_path / "runs.db"),
         use_cache=False,
@@ -545,9 +555,7 @@ def test_cache_answers_a_second_run_with_zero_requests(serve: Any, tmp_path: Pat
 
 def test_failed_verdict_marks_case_failed_with_reason(serve: Any, tmp_path: Path) -> None:
     server = serve(lambda body: completion("not json at all"))
-    judges.configure(
-        f"{server.url}/v1#m", store=str(tmp_path / "runs.db"), tasks=("answer_relevancy",)
-    )
+    use_judge(f"{server.url}/v1#m", store=str(tmp_path / "runs.db"), tasks=("answer_relevancy",))
     scores = run_judged([case_and_response(1)])
     score = scores[("answer_relevancy", "c1")]
     assert score.status == "failed" and "judge invalid" in (score.reason or "")
@@ -560,7 +568,7 @@ def test_failed_verdict_marks_case_failed_with_reason(serve: Any, tmp_path: Path
 
 def test_max_cost_stops_judging_cleanly(serve: Any, tmp_path: Path) -> None:
     server = serve(smart_judge)  # 500 + 500 tokens a call
-    judges.configure(
+    use_judge(
         f"{server.url}/v1#judge-model",
         store=str(tmp_path / "runs.db"),
         prices={"judge-model": (1.0, 1.0)},  # 1 USD per call
@@ -579,7 +587,7 @@ def test_max_cost_stops_judging_cleanly(serve: Any, tmp_path: Path) -> None:
 
 def test_max_cost_needs_a_price(serve: Any, tmp_path: Path) -> None:
     server = serve(smart_judge)
-    judges.configure(
+    use_judge(
         f"{server.url}/v1#unpriced",
         store=str(tmp_path / "r.db"),
         max_cost=1.0,
@@ -592,7 +600,7 @@ def test_max_cost_needs_a_price(serve: Any, tmp_path: Path) -> None:
 
 def test_empty_answer_and_no_chunks_are_skipped_without_calls(serve: Any, tmp_path: Path) -> None:
     server = serve(smart_judge)
-    judges.configure(f"{server.url}/v1#m", store=str(tmp_path / "runs.db"))
+    use_judge(f"{server.url}/v1#m", store=str(tmp_path / "runs.db"))
     scores = run_judged([case_and_response(1, chunks=0, answer="  ")])
     assert scores[("faithfulness", "c1")].reason == "empty answer (nothing to judge)"
     assert scores[("context_precision", "c1")].reason == "target retrieved no chunks"
@@ -773,7 +781,7 @@ def first_cases(store: str, run_id: str) -> list[Case]:
 
 def test_ragas_composite_renormalises_over_measured_parts(serve: Any, tmp_path: Path) -> None:
     server = serve(smart_judge)
-    judges.configure(f"{server.url}/v1#tiny", store=str(tmp_path / "j.db"))
+    use_judge(f"{server.url}/v1#tiny", store=str(tmp_path / "j.db"))
     pairs = [case_and_response(1)]
     scores = run_judged(pairs)
     parts = {

@@ -1,6 +1,6 @@
 """ragmeter: evaluate retrieval-augmented generation systems.
 
-The public API: ``evaluate`` runs an evaluation, ``EvalConfig``/``load_config`` configure it,
+The public API: ``evaluate`` (or ``await evaluate_async``) runs an evaluation, ``EvalConfig``/``load_config`` configure it,
 ``load_dataset`` reads cases, and the models describe cases, responses and scores.
 """
 
@@ -18,6 +18,7 @@ __all__ = [
     "Score",
     "__version__",
     "evaluate",
+    "evaluate_async",
     "load_config",
     "load_dataset",
 ]
@@ -30,6 +31,7 @@ _LAZY = {
     "load_config": "ragmeter.config",
     "load_dataset": "ragmeter.datasets",
     "evaluate": "ragmeter.runner.engine",
+    "evaluate_async": "ragmeter.runner.engine",
     "RunStore": "ragmeter.store.sqlite",
 }
 
@@ -37,7 +39,7 @@ if TYPE_CHECKING:
     from ragmeter.config import EvalConfig, load_config
     from ragmeter.datasets import load_dataset
     from ragmeter.models import Case, Response, Score
-    from ragmeter.runner.engine import evaluate
+    from ragmeter.runner.engine import evaluate, evaluate_async
     from ragmeter.store.sqlite import RunStore
 
 

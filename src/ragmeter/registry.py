@@ -1,34 +1,66 @@
-"""One lazy registry for metrics, targets, judges and loaders.
+"""One lazy registry for every extension point: metric families, targets, judge providers,
+embedders and dataset loaders.
 
 Entries are ``"module:attribute"`` strings, imported only when asked for. Third-party packages
 add entries through the entry-point groups ``ragmeter.metrics``, ``ragmeter.targets``,
-``ragmeter.judges`` and ``ragmeter.loaders``. Unknown names fail with a "did you mean".
+``ragmeter.judges``, ``ragmeter.embedders`` and ``ragmeter.loaders``; an entry whose import
+fails for a missing package raises :class:`PluginImportError` with the install hint registered
+for it. Unknown names fail with a "did you mean".
+
+What each kind's object is called with:
+
+- ``metrics``: ``family(settings: MetricSettings) -> list[Metric]``;
+- ``targets``: a class built as ``cls(config: TargetConfig, concurrency=N)``;
+- ``judges``: ``provider(model, *, api_key_env, timeout_s, max_retries) -> Judge`` (the spec
+  ``NAME:MODEL``; see :mod:`ragmeter.judges.providers`);
+- ``embedders``: ``factory(argument: str) -> Embedder`` (the spec ``NAME`` or ``NAME:ARG``);
+- ``loaders``: ``loader(argument) -> list[Case]`` (the dataset ``NAME:ARG``; the built-in file
+  loaders are given a ``Path``).
 """
 
 from __future__ import annotations
 
 import difflib
 import importlib
+from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any, Literal
 
-Kind = Literal["metrics", "targets", "judges", "loaders"]
-KINDS: tuple[Kind, ...] = ("metrics", "targets", "judges", "loaders")
+from ragmeter.errors import InputError
+
+Kind = Literal["metrics", "targets", "judges", "embedders", "loaders"]
+KINDS: tuple[Kind, ...] = ("metrics", "targets", "judges", "embedders", "loaders")
 
 
-class UnknownNameError(KeyError):
+class UnknownNameError(InputError, KeyError):
     def __init__(self, kind: str, name: str, known: list[str]) -> None:
         close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
         hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
         available = ", ".join(sorted(known))
-        self.message = f"unknown {kind[:-1]} {name!r}{hint} (available: {available})"
+        self.message = f"unknown {_singular(kind)} {name!r}{hint} (available: {available})"
         super().__init__(self.message)
 
     def __str__(self) -> str:
         return self.message
 
 
-_BUILTINS: dict[Kind, dict[str, str]] = {
+class PluginImportError(InputError):
+    """A registered entry whose module cannot be imported (a package it needs is missing)."""
+
+
+def _singular(kind: str) -> str:
+    return {"metrics": "metric family", "judges": "judge provider"}.get(kind, kind[:-1])
+
+
+@dataclass
+class Entry:
+    target: str | Any  # "module:attribute" until first use, then the object itself
+    install_hint: str | None = None  # what to install when the import fails
+    origin: str = "built-in"  # or the distribution of the plugin that registered it
+
+
+_SEMANTIC = "pip install 'ragmeter[semantic]'"
+_BUILTINS: dict[Kind, dict[str, str | tuple[str, str]]] = {
     "metrics": {
         "retrieval": "ragmeter.metrics.retrieval:retrieval_metrics",
         "lexical": "ragmeter.metrics.lexical:lexical_metrics",
@@ -47,7 +79,20 @@ _BUILTINS: dict[Kind, dict[str, str]] = {
         "replay": "ragmeter.targets.replay:ReplayTarget",
         "reference": "ragmeter.targets.reference.target:ReferenceTarget",
     },
-    "judges": {},
+    "judges": {
+        "openai": "ragmeter.judges.providers:openai_judge",
+        "anthropic": "ragmeter.judges.providers:anthropic_judge",
+        "http": "ragmeter.judges.providers:http_judge",
+        "local": (
+            "ragmeter.judges.providers:local_judge",
+            "pip install 'ragmeter[judge-local]' (python scripts/setup_llama.py builds it)",
+        ),
+    },
+    "embedders": {
+        "minilm": ("ragmeter.embedders.providers:minilm_embedder", _SEMANTIC),
+        "openai": "ragmeter.embedders.providers:openai_embedder",
+        "http": "ragmeter.embedders.providers:http_embedder",
+    },
     "loaders": {
         "jsonl": "ragmeter.datasets.native:load_jsonl",
         "yaml": "ragmeter.datasets.native:load_yaml",
@@ -57,28 +102,51 @@ _BUILTINS: dict[Kind, dict[str, str]] = {
 }
 
 
+def _entry(value: str | tuple[str, str]) -> Entry:
+    if isinstance(value, tuple):
+        return Entry(value[0], install_hint=value[1])
+    return Entry(value)
+
+
 class Registry:
     def __init__(self) -> None:
-        self._entries: dict[Kind, dict[str, str | Any]] = {
-            kind: dict(_BUILTINS[kind]) for kind in KINDS
+        self._entries: dict[Kind, dict[str, Entry]] = {
+            kind: {name: _entry(value) for name, value in _BUILTINS[kind].items()}
+            for kind in KINDS
         }
         self._plugins_loaded = False
 
-    def register(self, kind: Kind, name: str, target: str | Any) -> None:
+    def register(
+        self,
+        kind: Kind,
+        name: str,
+        target: str | Any,
+        *,
+        install_hint: str | None = None,
+        origin: str = "registered",
+    ) -> None:
         """Add ``name`` under ``kind``: a ``"module:attr"`` string or the object itself."""
-        self._entries[kind][name] = target
+        if kind not in KINDS:
+            raise InputError(f"unknown registry kind {kind!r}; kinds: {', '.join(KINDS)}")
+        self._entries[kind][name] = Entry(target, install_hint, origin)
 
     def _load_plugins(self) -> None:
         if self._plugins_loaded:
             return
         self._plugins_loaded = True
         for kind in KINDS:
-            for entry in entry_points(group=f"ragmeter.{kind}"):
-                self._entries[kind].setdefault(entry.name, entry.value)
+            for point in entry_points(group=f"ragmeter.{kind}"):
+                origin = point.dist.name if point.dist is not None else "plugin"
+                self._entries[kind].setdefault(point.name, Entry(point.value, origin=origin))
 
     def names(self, kind: Kind) -> list[str]:
         self._load_plugins()
         return sorted(self._entries[kind])
+
+    def origin(self, kind: Kind, name: str) -> str:
+        """``built-in``, or the distribution that registered ``name`` through an entry point."""
+        self._load_plugins()
+        return self._entries[kind][name].origin if name in self._entries[kind] else "unknown"
 
     def get(self, kind: Kind, name: str) -> Any:
         self._load_plugins()
@@ -86,11 +154,22 @@ class Registry:
         if name not in entries:
             raise UnknownNameError(kind, name, list(entries))
         entry = entries[name]
-        if isinstance(entry, str):
-            module_name, _, attribute = entry.partition(":")
-            entry = getattr(importlib.import_module(module_name), attribute)
-            entries[name] = entry
-        return entry
+        if isinstance(entry.target, str):
+            module_name, _, attribute = entry.target.partition(":")
+            try:
+                module = importlib.import_module(module_name)
+            except ModuleNotFoundError as exc:
+                hint = entry.install_hint or f"install the package that provides {module_name}"
+                raise PluginImportError(
+                    f"{_singular(kind)} {name!r} cannot be loaded: {exc}; {hint}"
+                ) from exc
+            try:
+                entry.target = getattr(module, attribute)
+            except AttributeError:
+                raise PluginImportError(
+                    f"{_singular(kind)} {name!r}: {module_name} has no {attribute!r}"
+                ) from None
+        return entry.target
 
 
 registry = Registry()

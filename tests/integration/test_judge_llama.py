@@ -8,6 +8,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -40,11 +41,21 @@ def gguf() -> Path:
     return Path(done.stdout.strip().splitlines()[-1])
 
 
+class JudgeHolder:
+    """The judge the next scoring in this test uses (passed in MetricSettings, never global)."""
+
+    settings: judges.JudgeSettings | None = None
+
+
+def use_judge(spec: str | None, **options: Any) -> None:
+    JudgeHolder.settings = judges.judge_settings(spec, **options) if spec else None
+
+
 @pytest.fixture(autouse=True)
 def clean_config() -> Iterator[None]:
-    judges.configure(None)
+    use_judge(None)
     yield
-    judges.configure(None)
+    use_judge(None)
 
 
 def demo_pairs() -> list[tuple[Case, Response]]:
@@ -66,7 +77,7 @@ def demo_pairs() -> list[tuple[Case, Response]]:
 
 
 def run(pairs: list[tuple[Case, Response]]) -> dict[tuple[str, str], Score]:
-    metrics = resolve_metrics(["judged"], MetricSettings())
+    metrics = resolve_metrics(["judged"], MetricSettings(judge=JudgeHolder.settings))
     results = [CaseResult(case_id=c.case_id, status="ok", response=r) for c, r in pairs]
     return {
         (s.metric, s.case_id): s for s in score_results([c for c, _ in pairs], results, metrics)
@@ -75,7 +86,7 @@ def run(pairs: list[tuple[Case, Response]]) -> dict[tuple[str, str], Score]:
 
 def test_local_judge_end_to_end(gguf: Path, tmp_path: Path) -> None:
     store = tmp_path / "runs.db"
-    judges.configure(f"local:{gguf}", store=str(store), concurrency=1)
+    use_judge(f"local:{gguf}", store=str(store), concurrency=1)
     pairs = demo_pairs()
     started = time.perf_counter()
     first = run(pairs)

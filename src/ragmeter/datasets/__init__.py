@@ -24,7 +24,12 @@ def resolve_dataset_path(spec: str) -> Path:
 
 
 def load_dataset(spec: str, field_map: dict[str, str] | None = None) -> list[Case]:
-    """Cases from ``demo``, a JSONL/YAML file, a seed-003 label folder, or a mapped JSONL/CSV."""
+    """Cases from ``demo``, a JSONL/YAML file, a seed-003 label folder, a mapped JSONL/CSV, or
+    ``NAME:ARG`` where NAME is a registered loader (a plugin's, or a built-in one forcing its
+    format: ``jsonl:FILE``, ``yaml:FILE``, ``labels:DIR``)."""
+    loaded = _from_named_loader(spec, field_map)
+    if loaded is not None:
+        return _checked(loaded, spec, Path(spec.partition(":")[2]))
     path = resolve_dataset_path(spec)
     try:
         exists = path.exists()
@@ -62,14 +67,48 @@ def load_dataset(spec: str, field_map: dict[str, str] | None = None) -> list[Cas
                 )
             ]
         )
-    if not cases:
-        where = path / "cases.jsonl" if path.is_dir() else path
-        raise DatasetError(
-            [Problem(str(where), None, None, "holds no cases; a dataset needs at least one")]
-        )
     if spec == "demo":
         for case in cases:
             case.dataset = "demo"
+    return _checked(cases, spec, path / "cases.jsonl" if path.is_dir() else path)
+
+
+_FILE_LOADERS = {"jsonl", "yaml", "labels", "mapped"}
+
+
+def _from_named_loader(spec: str, field_map: dict[str, str] | None) -> list[Case] | None:
+    """The cases of ``NAME:ARG`` when NAME is a registered loader and ``spec`` is not itself an
+    existing path; else None."""
+    name, sep, argument = spec.partition(":")
+    if not sep or not name or name not in registry.names("loaders"):
+        return None
+    try:
+        if Path(spec).exists():
+            return None
+    except (OSError, ValueError):
+        pass
+    loader = registry.get("loaders", name)
+    if name == "mapped":
+        return list(loader(Path(argument), field_map or {}))
+    if name in _FILE_LOADERS:
+        if not Path(argument).exists():
+            raise DatasetError([Problem(argument, None, None, "no such file or folder")])
+        return list(loader(Path(argument)))
+    cases = loader(argument)
+    if not isinstance(cases, list) or not all(isinstance(c, Case) for c in cases):
+        raise DatasetError(
+            [Problem(spec, None, None, f"loader {name!r} did not return a list of cases")]
+        )
+    for case in cases:
+        case.dataset = case.dataset or name
+    return cases
+
+
+def _checked(cases: list[Case], spec: str, where: Path) -> list[Case]:
+    if not cases:
+        raise DatasetError(
+            [Problem(str(where), None, None, "holds no cases; a dataset needs at least one")]
+        )
     return cases
 
 

@@ -17,7 +17,6 @@ Specs understood by :func:`build_embedder`:
 from __future__ import annotations
 
 import importlib
-import os
 import threading
 from collections import OrderedDict
 from types import ModuleType
@@ -25,6 +24,8 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
+
+from ragmeter.errors import RagmeterError
 
 FloatArray = npt.NDArray[np.float32]
 
@@ -34,7 +35,7 @@ OPENAI_KEY_ENV = "OPENAI_API_KEY"
 COMPAT_KEY_ENV = "RAGMETER_EMBEDDINGS_API_KEY"
 
 
-class EmbedderError(RuntimeError):
+class EmbedderError(RagmeterError, RuntimeError):
     """An embedder could not be built or could not embed (the message says what and why)."""
 
 
@@ -168,44 +169,22 @@ class CachedEmbedder:
         return [cached[t] for t in texts]
 
 
-def _parse_compat_spec(spec: str) -> tuple[str, str]:
-    base_url, sep, model = spec.partition("#")
-    base_url = base_url.rstrip("/")
-    if not sep or not model.strip():
-        raise EmbedderError(
-            f"embedder spec {spec!r} names no model: write it as http://HOST:PORT/v1#MODEL"
-        )
-    if base_url.endswith("/embeddings"):
-        base_url = base_url[: -len("/embeddings")]
-    return base_url, model.strip()
-
-
 def _build_uncached(spec: str) -> Embedder:
-    if spec == "minilm":
-        from ragmeter.embedders.onnx_minilm import OnnxMiniLM
+    from ragmeter.registry import UnknownNameError, registry
 
-        return OnnxMiniLM()
-    if spec.startswith("openai:"):
-        from ragmeter.embedders.openai_compat import OpenAICompatEmbedder
-
-        model = spec[len("openai:") :].strip()
-        if not model:
-            raise EmbedderError("embedder spec 'openai:' names no model (e.g. openai:MODEL)")
-        key = os.environ.get(OPENAI_KEY_ENV)
-        if not key:
-            raise EmbedderError(
-                f"embedder {spec!r} needs an API key: set the environment variable {OPENAI_KEY_ENV}"
-            )
-        return OpenAICompatEmbedder(OPENAI_BASE_URL, model, api_key=key)
     if spec.startswith(("http://", "https://")):
-        from ragmeter.embedders.openai_compat import OpenAICompatEmbedder
-
-        base_url, model = _parse_compat_spec(spec)
-        return OpenAICompatEmbedder(base_url, model, api_key=os.environ.get(COMPAT_KEY_ENV))
-    raise EmbedderError(
-        f"unknown embedder {spec!r}: use 'minilm' (local ONNX, the default), 'openai:MODEL' "
-        "or 'http://HOST:PORT/v1#MODEL' (any OpenAI-compatible /v1/embeddings endpoint)"
-    )
+        name, argument = "http", spec
+    else:
+        name, _, argument = spec.partition(":")
+    try:
+        factory = registry.get("embedders", name)
+    except UnknownNameError:
+        raise EmbedderError(
+            f"unknown embedder {spec!r}: use 'minilm' (local ONNX, the default), 'openai:MODEL' "
+            "or 'http://HOST:PORT/v1#MODEL' (any OpenAI-compatible /v1/embeddings endpoint)"
+        ) from None
+    embedder: Embedder = factory(argument)
+    return embedder
 
 
 _BUILT: dict[str, CachedEmbedder] = {}

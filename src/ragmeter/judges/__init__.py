@@ -10,8 +10,9 @@ Judges are opt-in and explicit. A judge spec is one of
   sent as HTTP Basic authorization when no key is, and never kept in the URL),
 - ``local:PATH.gguf`` (llama.cpp server started on 127.0.0.1 for the run).
 
-The judged metrics read their judge from :func:`configure` (the CLI's ``--judge``) or else the
-``RAGMETER_JUDGE`` environment variable; with neither they are skipped, never defaulted.
+The judged metrics use the judge their run passes them (``MetricSettings.judge``, made with
+:func:`judge_settings` from the config's ``judge``); without one they are skipped, never
+defaulted. Providers are looked up in the registry by prefix, so a plugin can add one.
 Each judge request waits at most ``timeout_s`` (default 60 s) and is retried ``max_retries``
 times (default 1: two tries). :func:`preflight_judge` checks a spec, its key and its server
 before the first question and raises :class:`~ragmeter.errors.JudgeConfigError` saying what to
@@ -25,7 +26,7 @@ import importlib.util
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import httpx
 
@@ -40,7 +41,9 @@ from ragmeter.judges.base import (
     split_credentials,
 )
 from ragmeter.judges.cost import Price
+from ragmeter.judges.providers import HTTP_KEY_ENV, JudgeProvider
 from ragmeter.redaction import redact, redact_text, redact_url, remember_secret
+from ragmeter.registry import registry
 
 __all__ = [
     "Judge",
@@ -49,15 +52,12 @@ __all__ = [
     "JudgeSettings",
     "build_judge",
     "build_judge_check",
-    "configure",
-    "current_settings",
+    "judge_settings",
     "preflight_judge",
 ]
 
 SPEC_FORMS = "openai:MODEL, anthropic:MODEL, http://HOST:PORT/v1#MODEL or local:PATH.gguf"
-HTTP_KEY_ENV = "RAGMETER_JUDGE_API_KEY"  # an http:// judge's key when api_key_env names none
 PROBE_TIMEOUT_S = 5.0  # the pre-flight probe of a judge server waits at most this long
-_N = TypeVar("_N", int, float)
 
 
 @dataclass(frozen=True)
@@ -78,22 +78,29 @@ class JudgeSettings:
     # judged tasks to run (see ragmeter.judges.tasks.TASKS); None = all
     tasks: tuple[str, ...] | None = None
 
+    def build(self) -> Judge:
+        """The judge these settings name (nothing is started yet)."""
+        if self.spec is None:
+            raise JudgeConfigError("no judge spec given")
+        return build_judge(
+            self.spec,
+            api_key_env=self.api_key_env,
+            timeout_s=self.timeout_s,
+            max_retries=self.max_retries,
+        )
 
-_configured: JudgeSettings | None = None
 
-
-def configure(spec: str | None = None, **options: Any) -> JudgeSettings:
-    """Set the judge of the judged metrics for this process (``configure(None)`` clears it).
-    ``options`` are :class:`JudgeSettings` fields (store, use_cache, max_cost, prices,
-    api_key_env, timeout_s, max_retries, ...). Raises JudgeConfigError for a spec of no known
-    form or an unusable timeout / retry count."""
-    global _configured
+def judge_settings(spec: str | None, **options: Any) -> JudgeSettings:
+    """Checked settings for the judge ``spec`` (None: no judge). ``options`` are
+    :class:`JudgeSettings` fields (store, use_cache, max_cost, prices, api_key_env, timeout_s,
+    max_retries, tasks, ...). Raises JudgeConfigError for a spec of no known form or an unusable
+    timeout / retry count. The settings are an object the caller passes on (in
+    ``MetricSettings.judge``); nothing is kept in this module."""
     if spec is not None:
         build_judge_check(spec)
     settings = replace(JudgeSettings(), spec=spec, **options)
     _check_limits(settings.timeout_s, settings.max_retries)
-    _configured = settings if spec or options else None
-    return current_settings()
+    return settings
 
 
 def _check_limits(timeout_s: float, max_retries: int) -> None:
@@ -103,49 +110,16 @@ def _check_limits(timeout_s: float, max_retries: int) -> None:
         raise JudgeConfigError(f"judge max_retries must be 0 or more: {max_retries}")
 
 
-def current_settings() -> JudgeSettings:
-    """The configured settings, else the environment (``RAGMETER_JUDGE``,
-    ``RAGMETER_JUDGE_MAX_COST``, ``RAGMETER_JUDGE_STORE`` or ``RAGMETER_STORE``,
-    ``RAGMETER_JUDGE_TASKS`` as a comma-separated list, ``RAGMETER_JUDGE_TIMEOUT_S``,
-    ``RAGMETER_JUDGE_MAX_RETRIES``)."""
-    if _configured is not None and _configured.spec is not None:
-        return _configured
-    base = _configured or JudgeSettings()
-    env = os.environ
-    max_cost = env.get("RAGMETER_JUDGE_MAX_COST")
-    tasks = env.get("RAGMETER_JUDGE_TASKS")
-    timeout_s = env.get("RAGMETER_JUDGE_TIMEOUT_S")
-    max_retries = env.get("RAGMETER_JUDGE_MAX_RETRIES")
-    return replace(
-        base,
-        spec=env.get("RAGMETER_JUDGE") or None,
-        store=env.get("RAGMETER_JUDGE_STORE") or env.get("RAGMETER_STORE") or base.store,
-        max_cost=float(max_cost) if max_cost else base.max_cost,
-        tasks=tuple(t.strip() for t in tasks.split(",") if t.strip()) if tasks else base.tasks,
-        timeout_s=_number("RAGMETER_JUDGE_TIMEOUT_S", timeout_s, float, base.timeout_s),
-        max_retries=_number("RAGMETER_JUDGE_MAX_RETRIES", max_retries, int, base.max_retries),
-    )
-
-
-def _number(name: str, text: str | None, kind: type[_N], default: _N) -> _N:
-    if not text:
-        return default
-    try:
-        return kind(text)
-    except ValueError:
-        raise JudgeConfigError(f"{name}={text!r} is not a number ({kind.__name__})") from None
-
-
 def build_judge_check(spec: str) -> None:
     """Raise JudgeConfigError if ``spec`` has none of the accepted forms (nothing is started).
     Credentials in an http:// spec are remembered as secrets here, before anything can show
-    them."""
+    them. A provider registered by a plugin (entry point ``ragmeter.judges``) is a prefix too."""
     if spec.startswith(("http://", "https://")):
         split_credentials(spec.rsplit("#", 1)[0])
         if "#" in spec and spec.rsplit("#", 1)[1]:
             return
     prefix, _, rest = spec.partition(":")
-    if prefix in ("openai", "anthropic", "local") and rest:
+    if rest and prefix not in ("http", "https") and prefix in registry.names("judges"):
         return
     raise JudgeConfigError(f"judge spec {redact_url(spec)!r} not understood; use {SPEC_FORMS}")
 
@@ -154,53 +128,22 @@ def build_judge(
     spec: str,
     *,
     api_key_env: str | None = None,
-    timeout_s: float | None = None,
-    max_retries: int | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    max_retries: int = DEFAULT_MAX_RETRIES,
 ) -> Judge:
-    """The judge for ``spec`` (see the module docstring). Starts nothing yet: a local server
-    starts on the first call and stops in ``aclose``. ``timeout_s`` / ``max_retries`` left
-    None come from :func:`current_settings` (defaults 60 s and 1 retry). ``api_key_env``
-    overrides the provider's key variable; for an http:// judge a variable named here must be
-    set when the judge is called."""
-    from ragmeter.judges.anthropic import AnthropicJudge
-    from ragmeter.judges.local import LocalLlamaJudge
-    from ragmeter.judges.openai_compat import OpenAICompatJudge
-
+    """The judge for ``spec`` (see the module docstring), made by the provider registered under
+    its prefix (``registry.get("judges", prefix)``). Starts nothing yet: a local server starts
+    on the first call and stops in ``aclose``. ``api_key_env`` overrides the provider's key
+    variable; for an http:// judge a variable named here must be set when the judge is
+    called."""
     build_judge_check(spec)
-    if timeout_s is None or max_retries is None:
-        settings = current_settings()
-        timeout_s = settings.timeout_s if timeout_s is None else timeout_s
-        max_retries = settings.max_retries if max_retries is None else max_retries
     _check_limits(timeout_s, max_retries)
-    limits: dict[str, Any] = {"timeout_s": timeout_s, "max_retries": max_retries}
     if spec.startswith(("http://", "https://")):
-        url, model = spec.rsplit("#", 1)
-        return OpenAICompatJudge(
-            url,
-            model,
-            api_key_env=api_key_env or HTTP_KEY_ENV,
-            key_required=api_key_env is not None,
-            **limits,
-        )
-    prefix, _, rest = spec.partition(":")
-    if prefix == "openai":
-        base = os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
-        return OpenAICompatJudge(
-            base,
-            rest,
-            api_key_env=api_key_env or "OPENAI_API_KEY",
-            model_id=f"openai:{rest}",
-            **limits,
-        )
-    if prefix == "anthropic":
-        base = os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com"
-        return AnthropicJudge(
-            rest, base_url=base, api_key_env=api_key_env or "ANTHROPIC_API_KEY", **limits
-        )
-    n_ctx = int(os.environ.get("RAGMETER_LOCAL_N_CTX", "2048"))
-    # the per-request limits apply once the server is up; its start-up has its own, longer
-    # floor (LocalLlamaJudge.start_timeout_s)
-    return LocalLlamaJudge(rest, n_ctx=n_ctx, **limits)
+        provider, model = "http", spec
+    else:
+        provider, _, model = spec.partition(":")
+    factory: JudgeProvider = registry.get("judges", provider)
+    return factory(model, api_key_env=api_key_env, timeout_s=timeout_s, max_retries=max_retries)
 
 
 async def preflight_judge(
@@ -227,8 +170,11 @@ async def preflight_judge(
         prefix, _, rest = spec.partition(":")
         if prefix == "local":
             snapshot = _preflight_local(rest, shown)
-        else:
+        elif prefix in ("openai", "anthropic"):
             snapshot = _preflight_cloud(prefix, rest, shown, api_key_env)
+        else:  # a plugin's provider: its factory is found, nothing is contacted
+            registry.get("judges", prefix)
+            snapshot = {"kind": prefix, "model": rest, "judge_model": shown, "contacted": False}
     snapshot["timeout_s"] = timeout_s
     return dict(redact(snapshot))
 

@@ -109,6 +109,7 @@ def abstention_metrics(settings: MetricSettings) -> list[Metric]:
             "abstention",
             behaved,
             description="abstains on unanswerable and answers answerable questions",
+            kind="binary",
         ),
         Metric(
             "abstention_accuracy",
@@ -116,6 +117,7 @@ def abstention_metrics(settings: MetricSettings) -> list[Metric]:
             abstained_value,
             ("unanswerable",),
             description="on unanswerable questions: 1 if the system abstained",
+            kind="binary",
         ),
         Metric(
             "abstention_false_positive_rate",
@@ -124,6 +126,7 @@ def abstention_metrics(settings: MetricSettings) -> list[Metric]:
             ("answerable",),
             higher_is_better=False,
             description="on answerable questions: 1 if the system wrongly abstained",
+            kind="binary",
         ),
         Metric(
             "abstention_false_negative_rate",
@@ -132,12 +135,14 @@ def abstention_metrics(settings: MetricSettings) -> list[Metric]:
             ("unanswerable",),
             higher_is_better=False,
             description="on unanswerable questions: 1 if the system answered (hallucination rate)",
+            kind="binary",
         ),
         Metric(
             "correct_answer_rate",
             "abstention",
             share_of("CORRECT"),
             description="share of answers classified CORRECT (heuristic; count = rate x n)",
+            kind="binary",
         ),
         Metric(
             "wrong_answer_rate",
@@ -145,6 +150,7 @@ def abstention_metrics(settings: MetricSettings) -> list[Metric]:
             share_of("WRONG"),
             higher_is_better=False,
             description="share of answers classified WRONG",
+            kind="binary",
         ),
         Metric(
             "dont_know_rate",
@@ -152,5 +158,6 @@ def abstention_metrics(settings: MetricSettings) -> list[Metric]:
             share_of("DON'T KNOW"),
             higher_is_better=False,
             description="share of answers classified DON'T KNOW (abstained)",
+            kind="binary",
         ),
     ]

@@ -130,12 +130,14 @@ def assertion_metrics(_: MetricSettings) -> list[Metric]:
             "generation",
             _list_items,
             description="share of expected_list_items named in the answer",
+            kind="proportion",
         ),
         Metric(
             "fact_coverage",
             "generation",
             _facts,
             description="share of gold_facts (or an alias) stated in the answer",
+            kind="proportion",
         ),
         Metric(
             "numeric_answer_correct",
@@ -143,6 +145,7 @@ def assertion_metrics(_: MetricSettings) -> list[Metric]:
             _numeric,
             description="1 if a number in the answer is within the expected_number tolerance "
             "and the answer does not say it cannot calculate",
+            kind="binary",
         ),
         Metric(
             "cannot_calculate_rate",
@@ -150,23 +153,27 @@ def assertion_metrics(_: MetricSettings) -> list[Metric]:
             _cannot_calculate,
             higher_is_better=False,
             description="on numeric cases: 1 if the answer says it cannot calculate",
+            kind="binary",
         ),
         Metric(
             "yes_no_correct",
             "generation",
             _yes_no,
             description="1 if the answer opens with the expected yes/no",
+            kind="binary",
         ),
         Metric(
             "expected_claim_coverage",
             "generation",
             _claims("expected_claims"),
             description="share of expected_claims stated in the answer",
+            kind="proportion",
         ),
         Metric(
             "forbidden_claims_absent",
             "generation",
             _claims("forbidden_claims"),
             description="1 if none of the forbidden_claims is stated in the answer",
+            kind="binary",
         ),
     ]

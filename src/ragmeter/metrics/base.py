@@ -1,9 +1,9 @@
 """The metric contract.
 
-A metric is a small declaration: name, group, direction, how its per-case values aggregate, the
-inputs it needs, and a pure function of (case, response). ``score_case`` turns that into a
-Score: ``ok`` with a value, ``skipped`` naming the missing input, or ``failed`` with the error.
-Never a silent NaN, never a silent 0.
+A metric is a small declaration: name, group, the kind of value it produces, direction, how its
+per-case values aggregate, the inputs it needs, and a pure function of (case, response).
+``score_case`` turns that into a Score: ``ok`` with a value, ``skipped`` naming the missing
+input, or ``failed`` with the error. Never a silent NaN, never a silent 0.
 """
 
 from __future__ import annotations
@@ -11,13 +11,31 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
+from ragmeter.errors import RagmeterError
 from ragmeter.metrics.ir import Gain
 from ragmeter.models import Case, CaseResult, Response, Score
 
+if TYPE_CHECKING:
+    from ragmeter.judges import JudgeSettings
+
 MetricOutput = float | tuple[float, dict[str, Any]]
 ComputeFn = Callable[[Case, Response], MetricOutput]
+
+MetricKind = Literal["binary", "proportion", "score", "count", "duration", "cost"]
+KINDS: tuple[str, ...] = get_args(MetricKind)
+# what each kind's per-case value is; the weighted score, compare's test and the console format
+# read the kind, never the data
+KIND_MEANINGS: dict[str, str] = {
+    "binary": "0 or 1 per case; its mean is a rate",
+    "proportion": "a share in [0, 1] per case",
+    "score": "a bounded score on its declared scale (default 0-1)",
+    "count": "a number of things per case (0, 1, 2, ...)",
+    "duration": "milliseconds",
+    "cost": "US dollars",
+}
+UNIT_INTERVAL = (0.0, 1.0)
 
 GROUPS = (
     "retrieval",
@@ -31,7 +49,13 @@ GROUPS = (
     "safety",
     "pipeline",
     "performance",
+    "factual_grades",  # shares of the judge's factual grades A-E: no direction to feed objectives
 )
+
+
+class MetricDeclarationError(RagmeterError):
+    """A metric declared with an unknown group, kind or input (raised when it is built, so a
+    plugin's mistake shows when it is registered, not as a wrong number later)."""
 
 
 def _has_reference(case: Case, _: Response | None) -> bool:
@@ -88,7 +112,9 @@ INPUTS: dict[str, tuple[Callable[[Case, Response | None], bool], str]] = {
 
 @dataclass(frozen=True)
 class MetricSettings:
-    """Parameters shared by the metric families (cutoffs, phrase lists, ...)."""
+    """The scoring context every metric family is built from: shared parameters (cutoffs,
+    phrase lists, ...), the run's embedder spec and the run's judge. A run builds one from its
+    config and passes it on; two runs in one process never share a judge through it."""
 
     ks: tuple[int, ...] = (1, 3, 5, 10)
     relevance_level: int = 1
@@ -99,6 +125,8 @@ class MetricSettings:
     # grounding_score: "auto" adds MiniLM word-piece alignment when the semantic extra loads,
     # "lexical" never embeds (docs/grounding.md)
     grounding_model: Literal["auto", "lexical"] = "auto"
+    # the judge of the judged metrics (None: they are skipped), from judges.judge_settings
+    judge: JudgeSettings | None = None
 
 
 @dataclass(frozen=True)
@@ -116,15 +144,34 @@ class Metric:
     # batch expensive work (embeddings, judge calls) and cache it; metrics sharing one prepare
     # function are prepared once
     prepare: Callable[[list[tuple[Case, Response]]], None] | None = field(default=None)
+    kind: MetricKind = field(kw_only=True)
+    # the range of a ``score`` (binary and proportion are always 0-1; others have none)
+    scale: tuple[float, float] | None = field(default=None, kw_only=True)
 
     def __post_init__(self) -> None:
+        problem = self._problem()
+        if problem:
+            raise MetricDeclarationError(f"metric {self.name!r}: {problem}")
+        if self.scale is None and self.kind in ("binary", "proportion", "score"):
+            object.__setattr__(self, "scale", UNIT_INTERVAL)
+
+    def _problem(self) -> str | None:
         unknown = [name for name in self.requires if name not in INPUTS]
         if unknown:
-            raise ValueError(
-                f"metric {self.name}: unknown inputs {unknown}; known: {sorted(INPUTS)}"
-            )
+            return f"unknown inputs {unknown}; known: {sorted(INPUTS)}"
         if (self.compute is None) == (self.on_result is None):
-            raise ValueError(f"metric {self.name}: give exactly one of compute and on_result")
+            return "give exactly one of compute and on_result"
+        if self.group not in GROUPS:
+            return f"undeclared group {self.group!r}; declared groups: {', '.join(GROUPS)}"
+        if self.kind not in KINDS:
+            return f"unknown kind {self.kind!r}; kinds: {', '.join(KINDS)}"
+        if self.kind in ("binary", "proportion") and self.scale not in (None, UNIT_INTERVAL):
+            return f"a {self.kind} metric is on 0-1; it cannot declare scale {self.scale}"
+        if self.scale is not None and self.kind not in ("binary", "proportion", "score"):
+            return f"only a score declares a scale, not a {self.kind}"
+        if self.scale is not None and not self.scale[0] < self.scale[1]:
+            return f"scale {self.scale} must run from low to high"
+        return None
 
 
 class SkipScore(Exception):

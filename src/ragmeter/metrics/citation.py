@@ -204,6 +204,7 @@ def citation_metrics(settings: MetricSettings) -> list[Metric]:
             _form,
             ("citations",),
             description="share of citations whose id is among the retrieved chunks",
+            kind="binary",
         ),
         Metric(
             "citation_validity_content",
@@ -212,6 +213,7 @@ def citation_metrics(settings: MetricSettings) -> list[Metric]:
             ("citations", "retrieved"),
             description="share of citations whose chunk holds most content words of an "
             "answer sentence (or of the citation's quote)",
+            kind="binary",
         ),
         Metric(
             "citation_precision",
@@ -219,6 +221,7 @@ def citation_metrics(settings: MetricSettings) -> list[Metric]:
             _precision(settings),
             ("citations",),
             description="share of citations pointing to gold passages",
+            kind="proportion",
         ),
         Metric(
             "citation_recall",
@@ -226,6 +229,7 @@ def citation_metrics(settings: MetricSettings) -> list[Metric]:
             _recall(settings),
             ("citations", "answerable"),
             description="share of gold passages that are cited",
+            kind="proportion",
         ),
         Metric(
             "section_accuracy",
@@ -233,6 +237,7 @@ def citation_metrics(settings: MetricSettings) -> list[Metric]:
             _section(settings),
             ("citations",),
             description="share of citations pointing to a gold document and section",
+            kind="proportion",
         ),
         Metric(
             "expected_citation_recall",
@@ -240,6 +245,7 @@ def citation_metrics(settings: MetricSettings) -> list[Metric]:
             _expected_citations,
             ("citations",),
             description="share of the case's expected_citations (doc ids) that are cited",
+            kind="proportion",
         ),
         Metric(
             "recency_rule_satisfied",
@@ -247,5 +253,6 @@ def citation_metrics(settings: MetricSettings) -> list[Metric]:
             _recency,
             ("citations",),
             description="cite_newer / cite_both / acknowledge_both rule of a recency case",
+            kind="binary",
         ),
     ]

@@ -132,6 +132,7 @@ def context_metrics(_: MetricSettings) -> list[Metric]:
             needs,
             higher_is_better=False,
             description="mean pairwise word-trigram overlap between retrieved chunks",
+            kind="proportion",
         ),
         Metric(
             "redundancy_tfidf",
@@ -141,6 +142,7 @@ def context_metrics(_: MetricSettings) -> list[Metric]:
             higher_is_better=False,
             prepare=table.prepare,
             description="mean pairwise TF-IDF cosine between retrieved chunks",
+            kind="score",
         ),
         Metric(
             "fact_dispersion",
@@ -149,6 +151,7 @@ def context_metrics(_: MetricSettings) -> list[Metric]:
             needs,
             higher_is_better=False,
             description="mean number of retrieved chunks holding each gold fact",
+            kind="count",
         ),
         Metric(
             "fact_recall_in_context",
@@ -156,6 +159,7 @@ def context_metrics(_: MetricSettings) -> list[Metric]:
             fact_recall,
             needs,
             description="share of gold facts held by some retrieved chunk",
+            kind="proportion",
         ),
         Metric(
             "unique_token_ratio",
@@ -163,5 +167,6 @@ def context_metrics(_: MetricSettings) -> list[Metric]:
             unique_ratio,
             needs,
             description="distinct / total word tokens in the retrieved context",
+            kind="proportion",
         ),
     ]

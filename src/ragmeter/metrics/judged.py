@@ -14,8 +14,10 @@
 - ``judged_correct_rate`` / ``judged_wrong_rate`` / ``judged_dont_know_rate``: 1/0 per case
   from one CORRECT / WRONG / DONT_KNOW classification against the reference answer.
 
-The judge comes from ``ragmeter.judges.configure`` or ``RAGMETER_JUDGE``; without one every
-judged score is ``skipped`` ("no judge configured (use --judge ...)"). All judge calls happen
+The judge is the one the run passes in ``MetricSettings.judge`` (settings made by
+``ragmeter.judges.judge_settings`` from the config); without one every judged score is
+``skipped`` ("no judge configured (use --judge ...)"). Nothing is read from module state, so
+runs in one process keep their own judges. All judge calls happen
 in the shared ``prepare`` hook (in a worker thread with its own event loop), concurrently up to
 the configured limit; every score's details name the judge model, the prompt versions and the
 ids of its ``judge_calls`` records. A case whose judge output stays invalid after one repair,
@@ -32,12 +34,19 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ragmeter.embedders.base import EmbedderError, FloatArray, build_embedder
-from ragmeter.judges import JudgeSettings, build_judge, current_settings
+from ragmeter.judges import JudgeSettings
 from ragmeter.judges.cache import JudgeStore
 from ragmeter.judges.cost import Budget, BudgetReachedError, price_for
 from ragmeter.judges.session import JudgeFailure, JudgeSession
 from ragmeter.judges.tasks import TASKS, Item, Task
-from ragmeter.metrics.base import INPUTS, Metric, MetricOutput, MetricSettings, SkipScore
+from ragmeter.metrics.base import (
+    INPUTS,
+    Metric,
+    MetricDeclarationError,
+    MetricOutput,
+    MetricSettings,
+    SkipScore,
+)
 from ragmeter.models import Case, Response
 
 NO_JUDGE = "no judge configured (use --judge ...)"
@@ -83,31 +92,32 @@ def _failure(exc: Exception) -> JudgedScoreError:
 
 
 class JudgedState:
-    """Per-run outcomes of the judged metrics, filled by one shared ``prepare`` hook."""
+    """Per-run outcomes of the judged metrics, filled by one shared ``prepare`` hook with the
+    judge of the run's settings (None: every judged score is skipped)."""
 
-    def __init__(self, tasks: list[Task], embedder: str = "minilm") -> None:
+    def __init__(
+        self, tasks: list[Task], embedder: str = "minilm", judge: JudgeSettings | None = None
+    ) -> None:
         self.tasks = tasks
         self.embedder = embedder
         self.embedder_problem: str | None = None  # why embedding tasks fell back, if they did
-        self.settings: JudgeSettings | None = None
+        self.settings = judge
         self.outcomes: dict[tuple[str, str], Outcome] = {}  # (metric, case id) -> outcome
         self.session: JudgeSession | None = None  # the last session (tests read its counters)
 
     def _set(self, task: Task, case_id: str, outcome: Outcome) -> None:
-        for metric in task.metrics:
+        for metric in task.metric_names:
             self.outcomes[(metric, case_id)] = outcome
 
     def prepare(self, pairs: list[tuple[Case, Response]]) -> None:
-        settings = current_settings()
-        self.settings = settings
-        if settings.spec is None:
+        settings = self.settings
+        if settings is None or settings.spec is None:
             return
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragmeter-judge") as pool:
             pool.submit(lambda: asyncio.run(self._judge_all(pairs, settings))).result()
 
     async def _judge_all(self, pairs: list[tuple[Case, Response]], settings: JudgeSettings) -> None:
-        assert settings.spec is not None
-        judge = build_judge(settings.spec, api_key_env=settings.api_key_env)
+        judge = settings.build()
         if settings.max_cost is not None and price_for(judge.model, settings.prices) is None:
             raise ValueError(
                 f"max_cost is set but judge {judge.model} has no price; add it to the prices"
@@ -189,12 +199,10 @@ class JudgedState:
 
     def compute_fn(self, metric: str) -> Callable[[Case, Response], MetricOutput]:
         def compute(case: Case, response: Response) -> MetricOutput:
-            if self.settings is None:  # scored without the prepare hook
-                self.prepare([(case, response)])
             if self.settings is None or self.settings.spec is None:
                 raise SkipScore(NO_JUDGE)
             outcome = self.outcomes.get((metric, case.case_id))
-            if outcome is None:
+            if outcome is None:  # scored without the prepare hook
                 self.prepare([(case, response)])
                 outcome = self.outcomes.get((metric, case.case_id))
             if outcome is None:
@@ -206,110 +214,14 @@ class JudgedState:
         return compute
 
 
-METRICS: tuple[tuple[str, str, str, str | None, str], ...] = (
-    # name, task, group, unit, description
-    ("faithfulness", "faithfulness", "grounding", None, "share of answer claims supported"),
-    (
-        "answer_relevancy",
-        "answer_relevancy",
-        "generation",
-        None,
-        "mean cosine of the question with 3 questions generated from the answer",
-    ),
-    ("context_precision", "context_precision", "context_quality", None, "share relevant"),
-    (
-        "context_precision_ranked",
-        "context_precision",
-        "context_quality",
-        None,
-        "rank-weighted precision (mean precision@k at relevant ranks)",
-    ),
-    ("context_recall", "context_recall", "context_quality", None, "reference statements found"),
-    ("groundedness", "groundedness", "grounding", "0-5", "seed 004 groundedness scale"),
-    ("correctness", "correctness", "generation", "0-5", "seed 004 correctness scale"),
-    ("judged_correct_rate", "classification", "generation", None, "classified CORRECT"),
-    ("judged_wrong_rate", "classification", "generation", None, "classified WRONG"),
-    ("judged_dont_know_rate", "classification", "generation", None, "classified DONT_KNOW"),
-    (
-        "factual_accuracy",
-        "factual_accuracy",
-        "generation",
-        None,
-        "seed 001 GEval: 0.5 correctness + 0.3 completeness + 0.2 consistency",
-    ),
-    *(
-        # their own group: a grade share has no direction to feed the accuracy objective with
-        (
-            f"factual_grade_{g}_rate",
-            "factual_accuracy",
-            "factual_grades",
-            None,
-            f"graded {g.upper()}",
-        )
-        for g in "abcde"
-    ),
-    (
-        "answer_correctness",
-        "answer_correctness",
-        "generation",
-        None,
-        "0.75 statement F1 vs the reference + 0.25 embedding similarity",
-    ),
-    (
-        "judged_unanswerable_accuracy",
-        "abstention",
-        "abstention",
-        None,
-        "abstained exactly on the unanswerable cases (field, else judge)",
-    ),
-    (
-        "judged_abstention_accuracy",
-        "abstention",
-        "abstention",
-        None,
-        "on unanswerable cases: 1 if the system abstained",
-    ),
-    (
-        "judged_abstention_false_positive_rate",
-        "abstention",
-        "abstention",
-        None,
-        "on answerable cases: 1 if the system abstained",
-    ),
-    (
-        "judged_hallucination_rate",
-        "abstention",
-        "abstention",
-        None,
-        "on unanswerable cases: 1 if the system answered",
-    ),
-)
-# metrics that apply to a subset of the cases their task judges
-METRIC_REQUIRES: dict[str, tuple[str, ...]] = {
-    "judged_abstention_accuracy": ("unanswerable",),
-    "judged_abstention_false_positive_rate": ("answerable",),
-    "judged_hallucination_rate": ("unanswerable",),
-}
-LOWER_IS_BETTER = frozenset(
-    {
-        "judged_wrong_rate",
-        "judged_dont_know_rate",
-        "judged_abstention_false_positive_rate",
-        "judged_hallucination_rate",
-        "factual_grade_d_rate",
-        "factual_grade_e_rate",
-    }
-)
-
-
-def selected_tasks() -> list[Task]:
-    """The tasks named in the judge settings (``tasks`` / ``RAGMETER_JUDGE_TASKS``), else all."""
-    names = current_settings().tasks
+def selected_tasks(judge: JudgeSettings | None) -> list[Task]:
+    """The tasks the judge settings name (``tasks``), else all."""
+    names = judge.tasks if judge is not None else None
     if names is None:
         return list(TASKS.values())
     unknown = sorted(set(names) - set(TASKS))
     if unknown:
-        raise ValueError(f"unknown judged tasks {unknown}; known: {sorted(TASKS)}")
+        raise MetricDeclarationError(f"unknown judged tasks {unknown}; known: {sorted(TASKS)}")
     return [TASKS[name] for name in names]
 
 
@@ -371,14 +283,16 @@ def ragas_composite(
 
 
 def judged_metrics(settings: MetricSettings) -> list[Metric]:
-    tasks = selected_tasks()
-    state = JudgedState(tasks, settings.embedder)
+    """Every judged metric, declared by its task (``ragmeter.judges.tasks.TASKS``)."""
+    tasks = selected_tasks(settings.judge)
+    state = JudgedState(tasks, settings.embedder, settings.judge)
     prepare = state.prepare  # one object, so the engine prepares the family once
     chosen = {task.name for task in tasks}
     composite = [
         Metric(
             name="ragas_score",
             group="generation",
+            kind="score",
             compute=ragas_composite(state, chosen),
             description="LLM judge: seed 001's RAGAS composite (0.3 faithfulness, 0.2 context "
             "precision, 0.2 context recall, 0.3 answer relevancy), renormalised over measured",
@@ -387,15 +301,17 @@ def judged_metrics(settings: MetricSettings) -> list[Metric]:
     ]
     return composite + [
         Metric(
-            name=name,
-            group=group,
-            compute=state.compute_fn(name),
-            requires=TASKS[task].requires + METRIC_REQUIRES.get(name, ()),
-            higher_is_better=name not in LOWER_IS_BETTER,
-            unit=unit,
-            description=f"LLM judge: {description}",
+            name=declared.name,
+            group=declared.group,
+            kind=declared.kind,
+            scale=declared.scale,
+            compute=state.compute_fn(declared.name),
+            requires=task.requires + declared.requires,
+            higher_is_better=declared.higher_is_better,
+            unit="0-5" if declared.scale == (0.0, 5.0) else None,
+            description=f"LLM judge: {declared.description}",
             prepare=prepare,
         )
-        for name, task, group, unit, description in METRICS
-        if task in chosen
+        for task in tasks
+        for declared in task.metrics
     ]

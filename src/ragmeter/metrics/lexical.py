@@ -131,6 +131,7 @@ def lexical_metrics(_: MetricSettings) -> list[Metric]:
             _exact_match,
             needs,
             description="normalised answer equals the normalised reference",
+            kind="binary",
         ),
         Metric(
             "token_f1",
@@ -138,6 +139,7 @@ def lexical_metrics(_: MetricSettings) -> list[Metric]:
             _token_f1,
             needs,
             description="SQuAD token F1 between answer and reference",
+            kind="proportion",
         ),
         Metric(
             "keyword_coverage",
@@ -146,6 +148,7 @@ def lexical_metrics(_: MetricSettings) -> list[Metric]:
             needs,
             description="share of the reference's keywords (capitalised phrases, numbers, "
             "4+ letter words) found in the answer",
+            kind="proportion",
         ),
         Metric(
             "number_match",
@@ -153,6 +156,7 @@ def lexical_metrics(_: MetricSettings) -> list[Metric]:
             _number_match,
             needs,
             description="share of the reference's numbers found in the answer (1,000 = 1000)",
+            kind="proportion",
         ),
         Metric(
             "answer_completeness",
@@ -160,6 +164,7 @@ def lexical_metrics(_: MetricSettings) -> list[Metric]:
             _completeness,
             needs,
             description="mean of min(answer words / reference words, 1) and keyword coverage",
+            kind="proportion",
         ),
         Metric(
             "source_citation_quality",
@@ -168,5 +173,6 @@ def lexical_metrics(_: MetricSettings) -> list[Metric]:
             ("answerable",),
             description="source phrases in the answer text ('according to', 'page', ...), "
             "min(found / 3, 1)",
+            kind="proportion",
         ),
     ]

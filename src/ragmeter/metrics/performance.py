@@ -52,6 +52,7 @@ def _latency_metric(quantile: int) -> Metric:
         description="median end-to-end latency"
         if quantile == 50
         else f"{quantile}th percentile end-to-end latency",
+        kind="duration",
     )
 
 
@@ -65,6 +66,7 @@ def performance_metrics(_: MetricSettings) -> list[Metric]:
             higher_is_better=False,
             on_result=_error,
             description="fraction of cases whose query failed (timeout, HTTP error, ...)",
+            kind="binary",
         ),
         Metric(
             "cost_per_query",
@@ -75,6 +77,7 @@ def performance_metrics(_: MetricSettings) -> list[Metric]:
             unit="USD",
             description="system cost per query: reported by the target, or priced from token "
             "usage with the 'prices' table",
+            kind="cost",
         ),
     ]
 

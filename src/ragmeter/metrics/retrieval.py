@@ -231,6 +231,7 @@ def retrieval_metrics(settings: MetricSettings) -> list[Metric]:
             _reader(memo, Measure(name, k).label),
             needs,
             description=text.format(k=k),
+            kind="binary" if name == "success" else "proportion",
         )
         for template, name, text in per_k
         for k in settings.ks
@@ -242,6 +243,7 @@ def retrieval_metrics(settings: MetricSettings) -> list[Metric]:
             _reader(memo, "recip_rank"),
             needs,
             description="reciprocal rank of the first relevant item (no cutoff)",
+            kind="proportion",
         ),
         Metric(
             "map",
@@ -249,6 +251,7 @@ def retrieval_metrics(settings: MetricSettings) -> list[Metric]:
             _reader(memo, "map"),
             needs,
             description="average precision over all relevant items",
+            kind="proportion",
         ),
         Metric(
             "r_precision",
@@ -256,6 +259,7 @@ def retrieval_metrics(settings: MetricSettings) -> list[Metric]:
             _reader(memo, "Rprec"),
             needs,
             description="precision at R, the number of relevant items",
+            kind="proportion",
         ),
     ]
     snippet = settings.require_snippet
@@ -266,6 +270,7 @@ def retrieval_metrics(settings: MetricSettings) -> list[Metric]:
             _recall_any(k, snippet),
             ("support_groups", "retrieved"),
             description=f"multi-hop: 1 if the top {k} hold evidence for any support group",
+            kind="binary",
         )
         for k in settings.ks
     ]
@@ -276,6 +281,7 @@ def retrieval_metrics(settings: MetricSettings) -> list[Metric]:
             _recall_all(k, snippet),
             ("support_groups", "retrieved"),
             description=f"multi-hop: 1 if the top {k} hold evidence for every support group",
+            kind="binary",
         )
         for k in settings.ks
     ]
@@ -287,6 +293,7 @@ def retrieval_metrics(settings: MetricSettings) -> list[Metric]:
             ("gold_passages", "scope"),
             higher_is_better=False,
             description="1 if the reported search scope excluded every gold passage",
+            kind="binary",
         ),
         Metric(
             "attribution_hit_rate",
@@ -294,6 +301,7 @@ def retrieval_metrics(settings: MetricSettings) -> list[Metric]:
             _attribution_hit(settings),
             ("gold_passages", "answerable", "citations"),
             description="1 if a citation matches a gold passage (answerable cases)",
+            kind="binary",
         ),
     ]
     return metrics

@@ -164,6 +164,7 @@ def semantic_metrics(settings: MetricSettings) -> list[Metric]:
                 f"cosine of answer and reference sentence embeddings ({settings.embedder})"
             ),
             prepare=prepare_similarity,
+            kind="score",
         ),
         Metric(
             "bertscore_precision",
@@ -172,6 +173,7 @@ def semantic_metrics(settings: MetricSettings) -> list[Metric]:
             NEEDS,
             description=f"BERTScore precision on all-MiniLM-L6-v2 token vectors ({relative})",
             prepare=prepare_bertscore,
+            kind="score",
         ),
         Metric(
             "bertscore_recall",
@@ -180,6 +182,7 @@ def semantic_metrics(settings: MetricSettings) -> list[Metric]:
             NEEDS,
             description=f"BERTScore recall on all-MiniLM-L6-v2 token vectors ({relative})",
             prepare=prepare_bertscore,
+            kind="score",
         ),
         Metric(
             "bertscore_f1",
@@ -188,5 +191,6 @@ def semantic_metrics(settings: MetricSettings) -> list[Metric]:
             NEEDS,
             description=f"BERTScore F1 on all-MiniLM-L6-v2 token vectors ({relative})",
             prepare=prepare_bertscore,
+            kind="score",
         ),
     ]

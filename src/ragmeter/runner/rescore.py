@@ -9,7 +9,7 @@ from typing import Any
 from ragmeter.errors import InputError
 from ragmeter.reports.json_report import write_run_json
 from ragmeter.runner import preflight
-from ragmeter.runner.engine import RunOutcome, _record_config, new_run_record, score_run
+from ragmeter.runner.engine import RunOutcome, record_config, new_run_record, score_run
 from ragmeter.store.sqlite import RunStore
 
 
@@ -33,7 +33,7 @@ def rescore(
         update = {**changes, "store": store_path}
         if output_dir is not None:
             update["output_dir"] = output_dir
-        config = _record_config(source.config).model_copy(update=update)
+        config = record_config(source.config).model_copy(update=update)
         preflight.check_names(config)
         preflight.check_options(config)
         judge_info = asyncio.run(preflight.check_judges(config)) if config.judge else {}

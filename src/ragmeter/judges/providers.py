@@ -1,0 +1,79 @@
+"""The built-in judge providers, one factory per spec prefix, registered in
+:mod:`ragmeter.registry` under ``judges``. A plugin adds a provider the same way: an entry point
+in the ``ragmeter.judges`` group naming a factory with this signature; ``--judge NAME:MODEL``
+then calls it with ``MODEL``. Each factory imports its client only when called."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from ragmeter.judges.base import Judge
+
+HTTP_KEY_ENV = "RAGMETER_JUDGE_API_KEY"  # an http:// judge's key when api_key_env names none
+
+
+class JudgeProvider(Protocol):
+    def __call__(
+        self, model: str, *, api_key_env: str | None, timeout_s: float, max_retries: int
+    ) -> Judge: ...
+
+
+def http_judge(model: str, *, api_key_env: str | None, timeout_s: float, max_retries: int) -> Judge:
+    """``http://HOST:PORT/v1#MODEL``: any OpenAI-compatible server (``model`` is the whole
+    spec)."""
+    from ragmeter.judges.openai_compat import OpenAICompatJudge
+
+    url, name = model.rsplit("#", 1)
+    return OpenAICompatJudge(
+        url,
+        name,
+        api_key_env=api_key_env or HTTP_KEY_ENV,
+        key_required=api_key_env is not None,
+        timeout_s=timeout_s,
+        max_retries=max_retries,
+    )
+
+
+def openai_judge(
+    model: str, *, api_key_env: str | None, timeout_s: float, max_retries: int
+) -> Judge:
+    from ragmeter.judges.openai_compat import OpenAICompatJudge
+
+    base = os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+    return OpenAICompatJudge(
+        base,
+        model,
+        api_key_env=api_key_env or "OPENAI_API_KEY",
+        model_id=f"openai:{model}",
+        timeout_s=timeout_s,
+        max_retries=max_retries,
+    )
+
+
+def anthropic_judge(
+    model: str, *, api_key_env: str | None, timeout_s: float, max_retries: int
+) -> Judge:
+    from ragmeter.judges.anthropic import AnthropicJudge
+
+    base = os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com"
+    return AnthropicJudge(
+        model,
+        base_url=base,
+        api_key_env=api_key_env or "ANTHROPIC_API_KEY",
+        timeout_s=timeout_s,
+        max_retries=max_retries,
+    )
+
+
+def local_judge(
+    model: str, *, api_key_env: str | None, timeout_s: float, max_retries: int
+) -> Judge:
+    """``local:PATH.gguf``: a llama.cpp server started on 127.0.0.1 for the run. The
+    per-request limits apply once the server is up; its start-up has its own, longer floor
+    (``LocalLlamaJudge.start_timeout_s``)."""
+    from ragmeter.judges.local import LocalLlamaJudge
+
+    n_ctx = int(os.environ.get("RAGMETER_LOCAL_N_CTX", "2048"))
+    return LocalLlamaJudge(model, n_ctx=n_ctx, timeout_s=timeout_s, max_retries=max_retries)

@@ -1,0 +1,132 @@
+"""Heuristic grounding: is each claim of the answer supported by the retrieved context?
+
+The answer is split into claims (``ragmeter.metrics.claims``); questions, refusals and sentences
+without content are not claims. Each claim gets a support score in [0, 1] from lexical evidence
+against the retrieved chunk texts (the context):
+
+* ``coverage``: share of the claim's content terms found in the context (stemmed, stop words
+  out, NFKC-folded; CJK runs as character bigrams);
+* the best-matching context sentence (most shared terms, via an inverted index) is recorded,
+  and a negation present on one side only is a ``negation mismatch``;
+* every number of the claim whose normalised value is not in the context is a missing number
+  (``ragmeter.metrics.numbers``: "1,000" = "1000", "15%" = "15 percent", "$604" = "604");
+* a claim about the speaker or the user ("I think", "you can") is ``personal``: the context
+  cannot support it;
+* optionally, the cosine of the claim to its best context sentence under an embedder.
+
+``support = clip((1 - w_emb) * (coverage + w_bigram * bigram) / (1 + w_bigram)
++ w_emb * cosine - w_number * missing numbers - w_personal * personal
+- w_negation * negation mismatch, 0, 1)`` (the embedding term only with an embedder and
+``w_emb > 0``, which is off by default). A claim is supported when its support reaches the
+threshold of its type (assertion 0.7, inference 0.5); general claims are not checked.
+
+``grounding_score`` is a logistic model over answer-level signals (``AnswerSignals``): the
+coverage and term-bigram coverage of the claims' fact terms (stance words such as "love",
+"think", "really" and fillers left out: ``STANCE_WORDS``), missing numbers, log(1 + novel fact
+terms), a first/second-person word anywhere in the answer, the recall of all the answer's
+words (stop words included) in the context, and a conversational opener ("yes", "well",
+"i agree"). With the ``semantic`` extra it adds the word-piece alignment of the claims to the
+context under MiniLM (``token_alignment``: BERTScore-style precision and its weakest piece) and
+uses ``ALIGNED_SCORE_WEIGHTS``; without it (or with ``grounding_model="lexical"``) it uses
+``DEFAULT_SCORE_WEIGHTS``. Both were fitted on a seeded half of two human-labelled sets and are
+reported on the other half (``bench/grounding_auc.py``, docs/grounding.md).
+
+Metrics (group ``grounding``, need the ``retrieved`` input):
+
+* ``claim_support_rate``: supported / checked claims (seed 003 target > 0.85);
+* ``unsupported_claim_count``: checked claims that are not supported (lower is better);
+* ``numeric_fabrication_count``: numbers of the answer (outside questions) whose value is not
+  in the context (lower is better; 0 for an answer without numbers);
+* ``grounding_score``: sigmoid(weights . answer signals), in (0, 1), its details naming the
+  ``score_model`` ("aligned" or "lexical"); the term-weighted mean claim support (the score
+  before the logistic model) is kept in its details as ``mean_support``.
+
+An answer with no claim (empty, refusal only, questions only) is skipped by the three claim
+metrics with reason "no checkable claims" (and by ``claim_support_rate`` /
+``unsupported_claim_count`` also when every claim is general). With an empty context every
+claim has support 0.
+"""
+
+from __future__ import annotations
+
+from ragmeter.metrics.grounding.alignment import (
+    MAX_ALIGNED_SENTENCES,
+    Aligner,
+    Alignment,
+    SentenceEmbedder,
+    TokenEmbedder,
+    aligned_sentences,
+    alignment_texts,
+    token_aligner,
+    token_alignment,
+)
+from ragmeter.metrics.grounding.assessment import (
+    MAX_CLAIMS,
+    MAX_CONTEXT_CHARS,
+    THRESHOLDS,
+    Assessment,
+    ClaimVerdict,
+    assess,
+)
+from ragmeter.metrics.grounding.family import (
+    NO_CHECKED_CLAIMS,
+    GroundingState,
+    grounding_metrics,
+)
+from ragmeter.metrics.grounding.features import (
+    STANCE_WORDS,
+    ClaimSignals,
+    Context,
+    build_context,
+    claim_signals,
+    has_negation,
+    is_personal,
+    terms,
+)
+from ragmeter.metrics.grounding.model import (
+    ALIGNED_SCORE_WEIGHTS,
+    DEFAULT_SCORE_WEIGHTS,
+    DEFAULT_WEIGHTS,
+    TOKEN_MODEL,
+    AnswerSignals,
+    GroundingWeights,
+    ScoreWeights,
+    answer_signals,
+)
+
+__all__ = [
+    "ALIGNED_SCORE_WEIGHTS",
+    "DEFAULT_SCORE_WEIGHTS",
+    "DEFAULT_WEIGHTS",
+    "MAX_ALIGNED_SENTENCES",
+    "MAX_CLAIMS",
+    "MAX_CONTEXT_CHARS",
+    "NO_CHECKED_CLAIMS",
+    "STANCE_WORDS",
+    "THRESHOLDS",
+    "TOKEN_MODEL",
+    "Aligner",
+    "Alignment",
+    "AnswerSignals",
+    "Assessment",
+    "ClaimSignals",
+    "ClaimVerdict",
+    "Context",
+    "GroundingState",
+    "GroundingWeights",
+    "ScoreWeights",
+    "SentenceEmbedder",
+    "TokenEmbedder",
+    "aligned_sentences",
+    "alignment_texts",
+    "answer_signals",
+    "assess",
+    "build_context",
+    "claim_signals",
+    "grounding_metrics",
+    "has_negation",
+    "is_personal",
+    "terms",
+    "token_aligner",
+    "token_alignment",
+]

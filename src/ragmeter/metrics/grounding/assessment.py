@@ -1,0 +1,232 @@
+"""Assessing an answer against its retrieved context: every claim's support and verdict
+(``ClaimVerdict``), the numbers, the answer signals and the score (``Assessment``, ``assess``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ragmeter.metrics.claims import ClaimType, NonClaim, extract_claims
+from ragmeter.metrics.grounding.alignment import Aligner, SentenceEmbedder, _cosines
+from ragmeter.metrics.grounding.features import (
+    ClaimSignals,
+    Context,
+    build_context,
+    claim_signals,
+    is_personal,
+    terms,
+)
+from ragmeter.metrics.grounding.model import (
+    ALIGNED_SCORE_WEIGHTS,
+    DEFAULT_SCORE_WEIGHTS,
+    DEFAULT_WEIGHTS,
+    AnswerSignals,
+    GroundingWeights,
+    ScoreWeights,
+    answer_signals,
+)
+from ragmeter.metrics.numbers import NumberMention, extract_numbers, value_key
+
+THRESHOLDS: dict[str, float] = {"assertion": 0.7, "inference": 0.5}
+MAX_CLAIMS = 200
+MAX_CONTEXT_CHARS = 2_000_000
+
+
+_ALIGNMENT_FEATURES = ("token_precision", "weakest_token")
+
+
+@dataclass
+class ClaimVerdict:
+    text: str
+    type: ClaimType
+    indicator: str | None
+    support: float
+    supported: bool | None  # None: a general claim, not checked
+    signals: ClaimSignals
+    personal: bool = False
+    embedding_cosine: float | None = None
+
+    def as_dict(self, context: Context) -> dict[str, Any]:
+        best = self.signals.best_sentence
+        return {
+            "claim": self.text,
+            "type": self.type,
+            "indicator": self.indicator,
+            "support": round(self.support, 4),
+            "verdict": "skipped (general)"
+            if self.supported is None
+            else ("supported" if self.supported else "unsupported"),
+            "coverage": round(self.signals.coverage, 4),
+            "bigram_coverage": round(self.signals.bigram_coverage, 4),
+            "best_sentence": context.sentences[best][:300] if best is not None else None,
+            "best_sentence_coverage": round(self.signals.sentence_coverage, 4),
+            "novel_terms": self.signals.novel_terms[:20],
+            "missing_numbers": self.signals.missing_numbers,
+            "negation_mismatch": self.signals.negation_mismatch,
+            "personal": self.personal,
+            "embedding_cosine": None
+            if self.embedding_cosine is None
+            else round(self.embedding_cosine, 4),
+        }
+
+
+@dataclass
+class Assessment:
+    """Everything the four grounding metrics report about one answer."""
+
+    claims: list[ClaimVerdict]
+    non_claims: list[NonClaim]
+    answer_numbers: list[NumberMention]
+    fabricated_numbers: list[NumberMention]
+    context: Context
+    notes: list[str]
+    non_claim_weight: float = 0.0
+    signals: AnswerSignals | None = None  # None without claims
+    score_weights: ScoreWeights = DEFAULT_SCORE_WEIGHTS
+    aligned_score_weights: ScoreWeights = ALIGNED_SCORE_WEIGHTS
+
+    @property
+    def checked(self) -> list[ClaimVerdict]:
+        return [c for c in self.claims if c.supported is not None]
+
+    @property
+    def unsupported(self) -> list[ClaimVerdict]:
+        return [c for c in self.claims if c.supported is False]
+
+    @property
+    def signals_aligned(self) -> bool:
+        return self.signals is not None and self.signals.aligned
+
+    @property
+    def score_model(self) -> str | None:
+        """Which weights ``score`` uses: "aligned" (lexical and word-piece signals) when the
+        answer has its alignment signals, else "lexical". None without claims."""
+        if self.signals is None:
+            return None
+        return "aligned" if self.signals.aligned else "lexical"
+
+    @property
+    def score(self) -> float | None:
+        """``grounding_score``: the answer's signals through the weights of its
+        ``score_model`` (a logistic model, in (0, 1)). None without claims."""
+        if self.signals is None:
+            return None
+        if self.signals.aligned:
+            return self.aligned_score_weights.score(self.signals)
+        return self.score_weights.score(self.signals)
+
+    @property
+    def mean_support(self) -> float | None:
+        """Term-weighted mean claim support; non-claim sentences (questions, hedges, chit-chat)
+        add ``non_claim_weight`` x their terms as unsupported content. None without claims."""
+        if not self.claims:
+            return None
+        supported = sum(c.support * max(c.signals.n_terms, 1) for c in self.claims)
+        total = float(sum(max(c.signals.n_terms, 1) for c in self.claims))
+        total += self.non_claim_weight * sum(len(terms(n.text)) for n in self.non_claims)
+        return supported / total
+
+    def details(self) -> dict[str, Any]:
+        mean_support = self.mean_support
+        features = None if self.signals is None else self.signals.features()
+        if features is not None and not self.signals_aligned:
+            features = {k: v for k, v in features.items() if k not in _ALIGNMENT_FEATURES}
+        return {
+            "score_model": self.score_model,
+            "answer_signals": None
+            if features is None
+            else {k: round(v, 4) for k, v in features.items()},
+            "mean_support": None if mean_support is None else round(mean_support, 4),
+            "claims": [c.as_dict(self.context) for c in self.claims],
+            "unsupported_claims": [c.text for c in self.unsupported],
+            "non_claims": [{"text": n.text[:300], "reason": n.reason} for n in self.non_claims],
+            "fabricated_numbers": [n.text for n in self.fabricated_numbers],
+            "context_sentences": len(self.context.sentences),
+            "notes": self.notes,
+        }
+
+
+def _support(
+    signals: ClaimSignals, personal: bool, cosine: float | None, w: GroundingWeights
+) -> float:
+    if signals.n_terms == 0:
+        lexical = 1.0
+    else:
+        lexical = (signals.coverage + w.bigram * signals.bigram_coverage) / (1 + w.bigram)
+    if cosine is not None and w.embedding > 0:
+        lexical = (1 - w.embedding) * lexical + w.embedding * max(cosine, 0.0)
+    value = (
+        lexical
+        - w.missing_number * len(signals.missing_numbers)
+        - w.personal * personal
+        - w.negation * signals.negation_mismatch
+    )
+    return min(1.0, max(0.0, value))
+
+
+def assess(
+    answer: str,
+    contexts: list[str],
+    weights: GroundingWeights = DEFAULT_WEIGHTS,
+    embedder: SentenceEmbedder | None = None,
+    score_weights: ScoreWeights = DEFAULT_SCORE_WEIGHTS,
+    aligner: Aligner | None = None,
+    aligned_score_weights: ScoreWeights = ALIGNED_SCORE_WEIGHTS,
+) -> Assessment:
+    """Split, classify and score every claim of ``answer`` against the ``contexts`` texts;
+    with an ``aligner`` (``token_aligner``: MiniLM word pieces) the score also uses the claims'
+    alignment to the context."""
+    notes: list[str] = []
+    context = build_context(contexts, MAX_CONTEXT_CHARS)
+    if context.truncated:
+        notes.append(f"context cut to its first {MAX_CONTEXT_CHARS} characters")
+    claims, non_claims = extract_claims(answer, MAX_CLAIMS)
+    if len(claims) == MAX_CLAIMS:
+        notes.append(f"only the first {MAX_CLAIMS} claims were checked")
+    cosines: list[float | None] = [None] * len(claims)
+    if embedder is not None and weights.embedding > 0:
+        try:
+            cosines = list(_cosines([c.text for c in claims], context, embedder))
+        except Exception as exc:  # fail soft: lexical only, and say why
+            notes.append(f"embedding alignment not used: {type(exc).__name__}: {exc}")
+    verdicts: list[ClaimVerdict] = []
+    for claim, cosine in zip(claims, cosines, strict=True):
+        signals = claim_signals(claim.text, context)
+        personal = is_personal(claim.text)
+        support = _support(signals, personal, cosine, weights)
+        supported = None if claim.type == "general" else support >= THRESHOLDS[claim.type]
+        verdicts.append(
+            ClaimVerdict(
+                claim.text,
+                claim.type,
+                claim.indicator,
+                support,
+                supported,
+                signals,
+                personal,
+                cosine,
+            )
+        )
+    numbers = [n for c in claims for n in extract_numbers(c.text)]
+    fabricated = [n for n in numbers if value_key(n.value) not in context.numbers]
+    overall = None
+    if verdicts:
+        alignment = None
+        if aligner is not None:
+            try:
+                alignment = aligner([c.text for c in claims], context)
+            except Exception as exc:  # fail soft: the lexical model, and say why
+                notes.append(f"word-piece alignment not used: {type(exc).__name__}: {exc}")
+        overall = answer_signals(answer, [v.signals for v in verdicts], context, alignment)
+    return Assessment(
+        verdicts,
+        non_claims,
+        numbers,
+        fabricated,
+        context,
+        notes,
+        weights.non_claim,
+        overall,
+        score_weights,
+        aligned_score_weights,
+    )

@@ -1,0 +1,158 @@
+"""The grounding models: the per-claim support weights (``GroundingWeights``), the
+answer-level signals (``AnswerSignals``) and the fitted logistic ``grounding_score`` weights
+(``ScoreWeights``: ``DEFAULT_SCORE_WEIGHTS``, ``ALIGNED_SCORE_WEIGHTS``)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ragmeter.metrics import textmatch
+from ragmeter.metrics.claims import fold
+from ragmeter.metrics.grounding.alignment import Alignment
+from ragmeter.metrics.grounding.features import (
+    _OPENER,
+    _PERSON_WORD,
+    ClaimSignals,
+    Context,
+)
+
+
+@dataclass(frozen=True)
+class GroundingWeights:
+    """How the per-claim signals combine into one support score (see the module doc)."""
+
+    bigram: float = 0.0
+    missing_number: float = 0.3
+    personal: float = 0.2
+    negation: float = 0.2
+    embedding: float = 0.0
+    non_claim: float = 0.0
+
+
+# per-claim support weights (claim verdicts, ``mean_support``): chosen by an earlier grid search
+# on the seeded tuning halves of Q-squared and BEGIN dev (docs/grounding.md); they no longer
+# enter ``grounding_score``, which has its own fitted weights (``DEFAULT_SCORE_WEIGHTS``).
+# Embedding alignment (MiniLM) is off by default; pass weights with ``embedding > 0`` to use it.
+DEFAULT_WEIGHTS = GroundingWeights()
+
+
+@dataclass(frozen=True)
+class AnswerSignals:
+    """Answer-level evidence that ``grounding_score`` combines (see ``ScoreWeights``)."""
+
+    fact_coverage: float  # found / all fact terms, summed over the claims (1.0 without any)
+    fact_bigram_coverage: float  # the same over consecutive fact-term pairs
+    missing_numbers: int  # numbers of the claims whose value is not in the context
+    novel_terms: int  # distinct fact terms of the claims not in the context
+    personal: bool  # a first- or second-person word anywhere in the answer
+    word_recall: float  # share of all the answer's words (stop words too) in the context
+    opener: bool  # the answer opens with "yes", "well", "me too", "i agree", ...
+    # MiniLM word-piece alignment of the answer to the context (``token_alignment``); None
+    # when no token vectors were available
+    token_precision: float | None = None  # mean over answer pieces of the best cosine
+    weakest_token: float | None = None  # the lowest of those best cosines
+
+    @property
+    def aligned(self) -> bool:
+        return self.token_precision is not None and self.weakest_token is not None
+
+    def features(self) -> dict[str, float]:
+        """The values the score weighs (``novel_terms`` as log(1 + count); the alignment
+        signals as 0 when absent, where the lexical weights give them no weight)."""
+        return {
+            "coverage": self.fact_coverage,
+            "bigram": self.fact_bigram_coverage,
+            "missing_numbers": float(self.missing_numbers),
+            "novel_terms": math.log1p(self.novel_terms),
+            "personal": float(self.personal),
+            "word_recall": self.word_recall,
+            "opener": float(self.opener),
+            "token_precision": self.token_precision or 0.0,
+            "weakest_token": self.weakest_token or 0.0,
+        }
+
+
+def answer_signals(
+    answer: str,
+    claims: list[ClaimSignals],
+    context: Context,
+    alignment: Alignment = None,
+) -> AnswerSignals:
+    """Aggregate the claims' fact-term evidence, read the answer's conversational cues and add
+    the word-piece ``alignment`` (precision, weakest) when there is one."""
+    fact_terms = sum(c.fact_terms for c in claims)
+    coverage = sum(c.fact_found for c in claims) / fact_terms if fact_terms else 1.0
+    pairs = sum(c.fact_bigrams for c in claims)
+    bigram = sum(c.fact_bigrams_found for c in claims) / pairs if pairs else coverage
+    folded = fold(answer)
+    answer_words = textmatch.words(answer)
+    recall = (
+        sum(w in context.words for w in answer_words) / len(answer_words) if answer_words else 0.0
+    )
+    return AnswerSignals(
+        fact_coverage=coverage,
+        fact_bigram_coverage=bigram,
+        missing_numbers=sum(len(c.missing_numbers) for c in claims),
+        novel_terms=len(frozenset().union(*(c.novel_facts for c in claims))),
+        personal=bool(_PERSON_WORD.search(folded)),
+        word_recall=recall,
+        opener=bool(_OPENER.search(folded)),
+        token_precision=None if alignment is None else alignment[0],
+        weakest_token=None if alignment is None else alignment[1],
+    )
+
+
+@dataclass(frozen=True)
+class ScoreWeights:
+    """``grounding_score = sigmoid(intercept + sum(weight * feature))`` over
+    ``AnswerSignals.features()``; the signs are part of the weights."""
+
+    intercept: float
+    coverage: float
+    bigram: float
+    missing_numbers: float
+    novel_terms: float
+    personal: float
+    word_recall: float
+    opener: float
+    token_precision: float = 0.0
+    weakest_token: float = 0.0
+
+    def score(self, signals: AnswerSignals) -> float:
+        z = self.intercept + sum(
+            getattr(self, name) * value for name, value in signals.features().items()
+        )
+        return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
+
+
+# fitted by `python bench/grounding_auc.py --tune` on the seeded tuning halves (seed 0) of
+# Q-squared and BEGIN dev only: a pairwise-logistic (AUC surrogate) fit with the two sets
+# weighted equally, then a logistic calibration of its output; docs/grounding.md reports them on
+# the held-out halves
+DEFAULT_SCORE_WEIGHTS = ScoreWeights(
+    intercept=-2.9,
+    coverage=2.539,
+    bigram=0.793,
+    missing_numbers=-1.413,
+    novel_terms=-0.16,
+    personal=-0.634,
+    word_recall=1.753,
+    opener=-0.542,
+)
+# the same fit with the two word-piece alignment signals (MiniLM, ``TOKEN_MODEL``): the model
+# ``grounding_score`` uses when the token vectors are available (the ``semantic`` extra)
+ALIGNED_SCORE_WEIGHTS = ScoreWeights(
+    intercept=-3.413,
+    coverage=2.59,
+    bigram=0.828,
+    missing_numbers=-1.427,
+    novel_terms=-0.04,
+    personal=-0.489,
+    word_recall=1.024,
+    opener=-0.265,
+    token_precision=0.194,
+    weakest_token=1.461,
+)
+# the word-piece vectors the aligned weights were fitted on; another model needs its own fit
+TOKEN_MODEL = "minilm"

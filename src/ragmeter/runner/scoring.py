@@ -1,0 +1,212 @@
+"""Scoring a run's stored responses: every metric over every case, the aggregates, the
+weighted score, targets and performance, the judge's spot check.
+
+The run's judge is an object passed down: :func:`judge_for` makes its settings from the config
+and :func:`metric_settings` puts them in the scoring context the metric families are built
+from. The spot check builds a second context with the second judge; the first is untouched.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from ragmeter.config import EvalConfig
+from ragmeter.judges import JudgeSettings, judge_settings
+from ragmeter.metrics import MetricSettings, resolve_metrics, score_case
+from ragmeter.metrics.base import Metric
+from ragmeter.metrics.performance import apply_prices, performance_summary
+from ragmeter.models import Case, CaseResult, RunRecord, Score, Scorecard
+from ragmeter.redaction import redact_text
+from ragmeter.runner.records import now_iso
+from ragmeter.scoring.aggregate import aggregate_with_breakdowns
+from ragmeter.scoring.breakdowns import check_field
+from ragmeter.scoring.targets import check_targets, parse_targets
+from ragmeter.scoring.weighted import weighted_score
+from ragmeter.store.sqlite import RunStore
+
+
+def judge_for(
+    config: EvalConfig, run_id: str | None, spec: str | None = None
+) -> JudgeSettings | None:
+    """The settings of the run's judge (``spec``, else the config's ``judge``); None without
+    one. Its calls are recorded in the run store under ``run_id``."""
+    spec = spec or config.judge
+    if not spec:
+        return None
+    return judge_settings(
+        spec,
+        store=config.store,
+        max_cost=config.max_judge_cost,
+        run_id=run_id,
+        prices=config.price_table(),
+        api_key_env=config.judge_api_key_env,
+        timeout_s=config.judge_timeout_s,
+        max_retries=config.judge_max_retries,
+    )
+
+
+def metric_settings(
+    config: EvalConfig, judge: JudgeSettings | None = None
+) -> MetricSettings:
+    """The scoring context of a run: its metric parameters and its judge (if any)."""
+    return MetricSettings(
+        ks=tuple(config.ks),
+        relevance_level=config.relevance_level,
+        ndcg_gain=config.ndcg_gain,
+        require_snippet=config.require_snippet,
+        abstention_phrases=tuple(config.abstention_phrases),
+        embedder=config.embedder,
+        grounding_model=config.grounding_model,
+        judge=judge,
+    )
+
+
+class ScoringStoppedError(Exception):
+    """Scoring was asked to stop (the run was interrupted); nothing of it is stored."""
+
+
+def score_results(
+    cases: list[Case],
+    results: list[CaseResult],
+    metrics: list[Metric],
+    stop: threading.Event | None = None,
+) -> list[Score]:
+    by_id = {case.case_id: case for case in cases}
+    answered = [(by_id[r.case_id], r.response) for r in results if r.response is not None]
+    prepare_errors: dict[int, str] = {}
+    for metric in metrics:
+        prepare = metric.prepare
+        if prepare is not None and id(prepare) not in prepare_errors:
+            try:
+                prepare(answered)
+                prepare_errors[id(prepare)] = ""
+            except Exception as exc:  # every case of these metrics is then marked failed
+                prepare_errors[id(prepare)] = (
+                    f"batch preparation failed: {type(exc).__name__}: {exc}"
+                )
+    scores: list[Score] = []
+    redacted: dict[str, str] = {}  # most reasons repeat ("case has no gold passages")
+    for result in results:
+        if stop is not None and stop.is_set():
+            raise ScoringStoppedError(result.case_id)
+        case = by_id[result.case_id]
+        for metric in metrics:
+            failure = prepare_errors.get(id(metric.prepare)) if metric.prepare else None
+            if failure:
+                scores.append(Score(case.case_id, metric.name, None, "failed", failure))
+            else:
+                score = score_case(metric, case, result)
+                if score.reason:
+                    reason = score.reason
+                    if reason not in redacted:
+                        redacted[reason] = redact_text(reason)
+                    score.reason = redacted[reason]
+                scores.append(score)
+    return scores
+
+
+def record_config(stored: dict[str, Any]) -> EvalConfig:
+    fields = {k: v for k, v in stored.items() if k in EvalConfig.model_fields}
+    return EvalConfig.model_validate(fields)
+
+
+def check_scoring_config(config: EvalConfig) -> None:
+    """Fail before any question is asked if breakdowns, targets or weights are malformed."""
+    for field in config.breakdowns:
+        check_field(field)
+    parse_targets(config.targets)
+    weighted_score(
+        Scorecard(metrics=[], by_group={}),
+        config.weights,
+        config.objectives,
+        config.reference_cost_usd,
+        config.reference_latency_ms,
+    )
+
+
+def judge_spot_check(
+    config: EvalConfig,
+    run_id: str,
+    cases: list[Case],
+    results: list[CaseResult],
+    scores: list[Score],
+) -> dict[str, Any]:
+    """Re-judge ``spot_check`` random cases with the second judge; disagreement and kappa."""
+    from ragmeter.judges.reliability import spot_check
+
+    judged = {m.name: m for m in resolve_metrics(["judged"], metric_settings(config))}
+    second = config.second_judge or ""
+    context = metric_settings(config, judge_for(config, run_id, spec=second))
+
+    def rescore_with_second(
+        subset: list[Case], subset_results: list[CaseResult]
+    ) -> tuple[list[Score], dict[str, str]]:
+        metrics = resolve_metrics(["judged"], context)
+        return score_results(subset, subset_results, metrics), {
+            m.name: "0-5" if m.unit == "0-5" else "0-1" for m in metrics
+        }
+
+    first = [s for s in scores if s.metric in judged]
+    return spot_check(
+        cases, results, first, config.spot_check, config.seed, second, rescore_with_second
+    )
+
+
+def score_run(
+    store: RunStore, run_id: str, config: EvalConfig, stop: threading.Event | None = None
+) -> tuple[RunRecord, list[CaseResult], list[Score]]:
+    """Score the stored responses of a run; store the scores, the scorecard, its breakdowns,
+    the weighted score, the targets table and the performance summary. When ``stop`` is set
+    (the run was interrupted) scoring ends at the next case and nothing is written."""
+    cases = store.get_cases(run_id)
+    results = store.get_results(run_id)
+    families = list(config.metrics)
+    if config.judge:
+        families += [] if "judged" in families else ["judged"]
+    metrics = resolve_metrics(families, metric_settings(config, judge_for(config, run_id)))
+    priced = apply_prices(results, config.prices)
+    scores = score_results(cases, results, metrics, stop)
+    scorecard, breakdowns = aggregate_with_breakdowns(
+        scores, metrics, cases, config.breakdowns, config.bootstrap_resamples, config.seed
+    )
+    extras = RunRecord(
+        id=run_id,
+        name="",
+        created_at="",
+        config={},
+        datasets=[],
+        breakdowns=breakdowns,
+        weighted_score=weighted_score(
+            scorecard,
+            config.weights,
+            config.objectives,
+            config.reference_cost_usd,
+            config.reference_latency_ms,
+        ),
+        targets=check_targets(scorecard, parse_targets(config.targets)),
+        performance=performance_summary(results, priced),
+    )
+    if config.judge and config.spot_check and config.second_judge:
+        extras.judge_reliability = judge_spot_check(config, run_id, cases, results, scores)
+    if config.judge:
+        extras.performance["cost"]["judge"] = store.judge_cost(run_id)
+    if stop is not None and stop.is_set():
+        raise ScoringStoppedError(run_id)
+    store.replace_scores(run_id, scores)
+    store.finish_run(run_id, scorecard, now_iso(), sum(r.status != "ok" for r in results), extras)
+    return store.get_run(run_id), results, scores
+
+
+def _score_in_thread(
+    config: EvalConfig, run_id: str, stop: threading.Event
+) -> tuple[RunRecord, list[CaseResult], list[Score]]:
+    """Scoring on its own connection, off the event loop, so an interruption is handled at
+    once instead of after the last case is scored."""
+    store = RunStore(config.store)
+    try:
+        return score_run(store, run_id, config, stop)
+    finally:
+        store.close()
+
+

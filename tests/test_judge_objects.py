@@ -1,0 +1,89 @@
+"""The judge is an object each run carries, never process state: two runs gathered in one event
+loop keep their own judges, a spot check leaves the first judge alone, and ``evaluate()`` works
+from inside a running event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+from ragmeter import EvalConfig, evaluate, evaluate_async
+from ragmeter.judges.cache import JudgeStore
+from ragmeter.models import RunRecord
+from tests.test_judges_unit import JudgeServer, serve, smart_judge  # noqa: F401  (fixture)
+
+CASES = 3
+
+
+def config_for(tmp_path: Path, judge_url: str, **extra: Any) -> EvalConfig:
+    return EvalConfig(
+        store=str(tmp_path / "runs.db"),
+        output_dir=str(tmp_path / "out"),
+        progress=False,
+        samples=CASES,
+        seed=1,
+        metrics=["lexical"],
+        judge=f"{judge_url}/v1#{'model-' + judge_url.rsplit(':', 1)[1]}",
+        **extra,
+    )
+
+
+def judge_models(record: RunRecord, store: Path) -> set[str]:
+    return {row["model"] for row in JudgeStore(store).calls() if row["run_id"] == record.id}
+
+
+def test_two_runs_in_one_loop_each_use_their_own_judge(serve: Any, tmp_path: Path) -> None:
+    first, second, spot = serve(smart_judge), serve(smart_judge), serve(smart_judge)
+    config_a = config_for(tmp_path / "a", first.url)
+    config_b = config_for(
+        tmp_path / "b", second.url, spot_check=2, second_judge=f"{spot.url}/v1#spot"
+    )
+
+    async def both() -> list[Any]:
+        return list(await asyncio.gather(evaluate_async(config_a), evaluate_async(config_b)))
+
+    run_a, run_b = asyncio.run(both())
+    # every judge request of a run went to its own server, and each server saw every case
+    asked_a = {r["model"] for r in first.requests}
+    asked_b = {r["model"] for r in second.requests}
+    assert asked_a == {config_a.judge.rsplit("#", 1)[1]}  # type: ignore[union-attr]
+    assert asked_b == {config_b.judge.rsplit("#", 1)[1]}  # type: ignore[union-attr]
+    assert {r["model"] for r in spot.requests} == {"spot"}
+    assert len(first.requests) >= CASES and len(second.requests) >= CASES
+    # each run records its own judge: config snapshot, pre-flight snapshot, judge calls
+    for run, config, store in ((run_a, config_a, "a"), (run_b, config_b, "b")):
+        assert run.record.config["judge"] == config.judge
+        assert run.record.config["judge_info"]["judge"]["judge_model"] == config.judge
+        models = judge_models(run.record, tmp_path / store / "runs.db")
+        scored = {s.details.get("judge_model") for s in run.scores if s.status == "ok"}
+        assert config.judge in models and config.judge in scored
+    # the spot check judged with the second judge, and the first judge's scores stand
+    report = run_b.record.judge_reliability
+    assert report is not None and report["second_judge"] == f"{spot.url}/v1#spot"
+    stored_b = judge_models(run_b.record, tmp_path / "b" / "runs.db")
+    assert stored_b == {config_b.judge, f"{spot.url}/v1#spot"}
+    judged_models = {
+        s.details.get("judge_model")
+        for s in run_b.scores
+        if s.status == "ok" and "judge_model" in s.details
+    }
+    assert judged_models == {config_b.judge}
+    run_file = json.loads(Path(run_b.run_file).read_text())
+    assert run_file["config"]["judge"] == config_b.judge
+
+
+def test_evaluate_inside_a_running_event_loop(serve: Any, tmp_path: Path) -> None:
+    judge = serve(smart_judge)
+    config = config_for(tmp_path, judge.url)
+
+    async def notebook_cell() -> Any:
+        assert asyncio.get_running_loop() is not None
+        return evaluate(config)  # as a notebook user would call it
+
+    outcome = asyncio.run(notebook_cell())
+    assert outcome.record.status == "completed"
+    assert outcome.record.question_count == CASES
+    assert any(s.metric == "correctness" and s.status == "ok" for s in outcome.scores)
+    assert judge.requests
