@@ -50,15 +50,23 @@ def build(n_cases: int, n_metrics: int, seed: int) -> tuple[list[Case], list[Met
                 higher_is_better=False,
                 aggregation=f"p{(50, 95, 99)[j]}",
                 unit="ms",
+                kind="duration",
             )
             values = rng.lognormal(5.0, 0.5, n_cases)
         elif j == 3:
             metric = Metric(
-                "cost_per_query", "performance", _constant, higher_is_better=False, unit="USD"
+                "cost_per_query",
+                "performance",
+                _constant,
+                higher_is_better=False,
+                unit="USD",
+                kind="cost",
             )
             values = rng.gamma(2.0, 0.001, n_cases)
         else:
-            metric = Metric(f"m{j}", "retrieval", _constant)
+            metric = Metric(
+                f"m{j}", "retrieval", _constant, kind="binary" if j % 2 else "proportion"
+            )
             values = (rng.random(n_cases) < 0.7).astype(float) if j % 2 else rng.beta(2, 2, n_cases)
         metrics.append(metric)
         status = rng.choice(3, size=n_cases, p=[0.9, 0.08, 0.02])

@@ -75,7 +75,7 @@ def test_registry_is_lazy_and_says_did_you_mean() -> None:
 
 
 def _metric(name: str, aggregation: str = "mean") -> Metric:
-    return Metric(name, "retrieval", lambda c, r: 0.0, aggregation=aggregation)
+    return Metric(name, "retrieval", lambda c, r: 0.0, aggregation=aggregation, kind="score")
 
 
 def test_aggregate_counts_and_interval() -> None:

@@ -23,7 +23,7 @@ from ragmeter.scoring.table import ScoreTable
 
 def _metrics(count: int, aggregation: str = "mean") -> list[Metric]:
     return [
-        Metric(f"m{j}", "retrieval", lambda c, r: 0.0, aggregation=aggregation)
+        Metric(f"m{j}", "retrieval", lambda c, r: 0.0, aggregation=aggregation, kind="score")
         for j in range(count)
     ]
 

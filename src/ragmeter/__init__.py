@@ -1,7 +1,8 @@
 """ragmeter: evaluate retrieval-augmented generation systems.
 
-The public API: ``evaluate`` (or ``await evaluate_async``) runs an evaluation, ``EvalConfig``/``load_config`` configure it,
-``load_dataset`` reads cases, and the models describe cases, responses and scores.
+The public API: ``evaluate`` (or ``await evaluate_async``) runs an evaluation,
+``EvalConfig``/``load_config`` configure it, ``load_dataset`` reads cases, ``RunFile`` reads a
+run file, and the models describe cases, responses and scores.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ __all__ = [
     "Case",
     "EvalConfig",
     "Response",
+    "RunFile",
     "RunStore",
     "Score",
     "__version__",
@@ -33,12 +35,14 @@ _LAZY = {
     "evaluate": "ragmeter.runner.engine",
     "evaluate_async": "ragmeter.runner.engine",
     "RunStore": "ragmeter.store.sqlite",
+    "RunFile": "ragmeter.runfile",
 }
 
 if TYPE_CHECKING:
     from ragmeter.config import EvalConfig, load_config
     from ragmeter.datasets import load_dataset
     from ragmeter.models import Case, Response, Score
+    from ragmeter.runfile import RunFile
     from ragmeter.runner.engine import evaluate, evaluate_async
     from ragmeter.store.sqlite import RunStore
 

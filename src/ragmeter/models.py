@@ -317,12 +317,32 @@ class Score:
 class MetricSummary(BaseModel):
     """An aggregate of one metric over a set of cases, with its counts and interval."""
 
+    def value_kind(self) -> str | None:
+        """The declared kind, else (an older run) the one its unit implies; None for a unit
+        that has no kind (such a metric has no 0-1 reading)."""
+        if self.kind is not None:
+            return self.kind
+        legacy = {None: "proportion", "ms": "duration", "USD": "cost", "0-5": "score"}
+        return legacy.get(self.unit)
+
+    def value_scale(self) -> tuple[float, float] | None:
+        """The declared scale (0-1 for a binary, proportion or score that gives none)."""
+        if self.scale is not None:
+            return self.scale
+        if self.kind is not None:
+            return (0.0, 1.0) if self.kind in ("binary", "proportion", "score") else None
+        return {None: (0.0, 1.0), "0-5": (0.0, 5.0)}.get(self.unit)
+
     name: str
     group: str
     value: float | None
     aggregation: str = "mean"
     higher_is_better: bool = True
     unit: str | None = None
+    # the metric's declared kind and scale (ragmeter.metrics.base); None in runs stored
+    # before metrics declared them, which are then read by their unit
+    kind: str | None = None
+    scale: tuple[float, float] | None = None
     n_scored: int
     n_skipped: int
     n_failed: int

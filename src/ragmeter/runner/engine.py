@@ -22,16 +22,16 @@ from ragmeter.datasets import load_datasets
 from ragmeter.errors import InputError, RagmeterError
 from ragmeter.models import Case, CaseResult, RunRecord, Score
 from ragmeter.redaction import redact_text
-from ragmeter.reports.json_report import write_run_json
+from ragmeter.runfile import RunFile
 from ragmeter.runner import preflight
 from ragmeter.runner.background import in_daemon_thread
 from ragmeter.runner.records import new_run_record, now_iso
 from ragmeter.runner.scoring import (
     ScoringStoppedError,
-    record_config,
     _score_in_thread,
     check_scoring_config,
     metric_settings,
+    record_config,
     score_results,
     score_run,
 )
@@ -41,16 +41,16 @@ from ragmeter.targets import Target, TargetError, build_target
 _record_config = record_config  # the old private name, still imported by the CLI
 
 __all__ = [
-    "_record_config",
-    "record_config",
     "RunInterruptedError",
     "RunOutcome",
     "ScoringStoppedError",
+    "_record_config",
     "evaluate",
     "evaluate_async",
     "metric_settings",
     "new_run_record",
     "now_iso",
+    "record_config",
     "run_evaluation_async",
     "sample_cases",
     "score_results",
@@ -272,7 +272,7 @@ async def run_evaluation_async(
         finally:
             if owns_target:
                 await target.aclose()
-        run_file = write_run_json(Path(config.output_dir), final, results, scores)
+        run_file = RunFile.from_run(final, results, scores).write(config.output_dir)
         return RunOutcome(final, results, scores, run_file)
     finally:
         store.close()
@@ -316,9 +316,7 @@ def evaluate(
     loop in a worker thread and this call blocks until it is done; ``await evaluate_async(...)``
     is the non-blocking form. A ``target`` object given here must not be bound to the caller's
     loop in that case (a Python function target or a fresh HTTP target is fine)."""
-    job = evaluate_async(
-        config, cases=cases, target=target, resume=resume, on_progress=on_progress
-    )
+    job = evaluate_async(config, cases=cases, target=target, resume=resume, on_progress=on_progress)
     try:
         asyncio.get_running_loop()
     except RuntimeError:

@@ -20,12 +20,19 @@ from ragmeter.registry import UnknownNameError, registry
 
 
 def check_names(config: EvalConfig) -> None:
-    """Every metric family named in the config exists."""
+    """Every metric family named in the config exists and declares its metrics correctly (a
+    plugin's undeclared group or kind stops the run here, not after the questions)."""
+    from ragmeter.metrics.base import MetricDeclarationError, MetricSettings
+
+    settings = MetricSettings(ks=tuple(config.ks))
     for family in config.metrics:
         try:
-            registry.get("metrics", family)
+            registry.get("metrics", family)(settings)
         except UnknownNameError as exc:
             raise InputError(f"--metrics: {exc}; list them with `ragmeter metrics`") from None
+        except MetricDeclarationError as exc:
+            origin = registry.origin("metrics", family)
+            raise InputError(f"--metrics {family} ({origin}): {exc}") from None
 
 
 def check_options(config: EvalConfig) -> None:

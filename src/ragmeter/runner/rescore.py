@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 from typing import Any
 
 from ragmeter.errors import InputError
-from ragmeter.reports.json_report import write_run_json
+from ragmeter.runfile import RunFile
 from ragmeter.runner import preflight
-from ragmeter.runner.engine import RunOutcome, record_config, new_run_record, score_run
+from ragmeter.runner.engine import RunOutcome, new_run_record, record_config, score_run
 from ragmeter.store.sqlite import RunStore
 
 
@@ -49,7 +48,7 @@ def rescore(
         store.create_run(record, store.get_cases(source.id))
         store.save_results(record.id, store.get_results(source.id))
         final, results, scores = score_run(store, record.id, config)
-        run_file = write_run_json(Path(config.output_dir), final, results, scores)
+        run_file = RunFile.from_run(final, results, scores).write(config.output_dir)
         return RunOutcome(final, results, scores, run_file)
     finally:
         store.close()

@@ -46,9 +46,7 @@ def judge_for(
     )
 
 
-def metric_settings(
-    config: EvalConfig, judge: JudgeSettings | None = None
-) -> MetricSettings:
+def metric_settings(config: EvalConfig, judge: JudgeSettings | None = None) -> MetricSettings:
     """The scoring context of a run: its metric parameters and its judge (if any)."""
     return MetricSettings(
         ks=tuple(config.ks),
@@ -208,5 +206,3 @@ def _score_in_thread(
         return score_run(store, run_id, config, stop)
     finally:
         store.close()
-
-

@@ -204,6 +204,8 @@ def _summaries(
                         aggregation=metric.aggregation,
                         higher_is_better=metric.higher_is_better,
                         unit=metric.unit,
+                        kind=metric.kind,
+                        scale=metric.scale,
                         n_scored=n,
                         n_skipped=int(n_skip[g, j]),
                         n_failed=int(n_fail[g, j]),

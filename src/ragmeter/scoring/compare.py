@@ -1,16 +1,16 @@
 """Compare runs case by case: paired tests, effect sizes, per-case flips, regression checks.
 
-Only the cases both runs scored are paired. A metric whose paired values are all 0 or 1 is
-binary and tested with the exact McNemar test; any other metric is continuous and tested with a
-sign-flip permutation test of the mean paired difference, with a paired bootstrap interval and
-Cohen's d_z. A regression is a metric that is significantly worse (p < alpha, respecting
-higher_is_better) by at least the margin: absolute for unitless metrics, relative to the
-baseline for metrics with a unit (ms, USD).
+Only the cases both runs scored are paired. The test follows the metric's declared kind: a
+``binary`` metric is tested with the exact McNemar test; any other is continuous and tested
+with a sign-flip permutation test of the mean paired difference, with a paired bootstrap
+interval and Cohen's d_z. (A run stored before kinds were declared falls back to its data: all
+paired values 0 or 1 reads as binary.) A regression is a metric that is significantly worse
+(p < alpha, respecting higher_is_better) by at least the margin: absolute for binary,
+proportion and score metrics, relative to the baseline for counts, durations and costs.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Literal
 
@@ -18,6 +18,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from ragmeter.models import MetricSummary, RunRecord
+from ragmeter.runfile import RunFile
 from ragmeter.scoring.stats import (
     cohens_dz,
     mcnemar_exact,
@@ -47,19 +48,9 @@ class RunScores:
 
     @classmethod
     def from_file(cls, path: str | Path) -> RunScores:
-        try:
-            document: dict[str, Any] = json.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as exc:
-            raise ValueError(f"{path}: cannot read run file: {exc}") from exc
-        if not isinstance(document, dict) or "cases" not in document:
-            raise ValueError(f"{path}: not a ragmeter run file (no 'cases')")
-        record = RunRecord.model_validate({k: v for k, v in document.items() if k != "cases"})
-        values: dict[str, dict[str, float]] = {}
-        for case in document["cases"]:
-            for metric, value in (case.get("scores") or {}).items():
-                if isinstance(value, int | float):
-                    values.setdefault(metric, {})[case["case_id"]] = float(value)
-        return cls(record, values)
+        """A run file (:class:`ragmeter.runfile.RunFile`) written by ``ragmeter eval``."""
+        run_file = RunFile.read(path)
+        return cls(run_file.header, run_file.values())
 
     @classmethod
     def load(cls, store: RunStore, reference: str) -> RunScores:
@@ -78,6 +69,7 @@ class MetricComparison(BaseModel):
     group: str
     higher_is_better: bool
     unit: str | None = None
+    metric_kind: str | None = None  # the metric's declared kind (binary, proportion, ...)
     baseline: float | None
     candidate: float | None
     delta: float | None
@@ -135,6 +127,7 @@ def compare_metric(
         group=summary.group,
         higher_is_better=summary.higher_is_better,
         unit=summary.unit,
+        metric_kind=summary.value_kind(),
         baseline=b_value,
         candidate=c_value,
         delta=c_value - b_value if b_value is not None and c_value is not None else None,
@@ -152,7 +145,8 @@ def compare_metric(
     row.mean_diff = float(diffs.mean())
     interval = paired_bootstrap_interval(diffs, resamples, seed)
     row.ci_low, row.ci_high = interval if interval else (None, None)
-    if _is_binary(a, b):
+    declared = summary.value_kind() if summary.kind is not None else None
+    if declared == "binary" or (declared is None and _is_binary(a, b)):
         row.kind, row.test = "binary", "mcnemar_exact"
         row.pass_to_fail = [c for c, x, y in zip(shared, a, b, strict=True) if x == 1 and y == 0]
         row.fail_to_pass = [c for c, x, y in zip(shared, a, b, strict=True) if x == 0 and y == 1]
@@ -163,7 +157,8 @@ def compare_metric(
         row.p_value = sign_flip_test(diffs, resamples, seed)
         row.effect_size = cohens_dz(diffs)
     oriented = row.mean_diff if row.higher_is_better else -row.mean_diff
-    needed = margin * abs(float(a.mean())) if row.unit is not None else margin
+    relative = summary.value_kind() in ("count", "duration", "cost", None)
+    needed = margin * abs(float(a.mean())) if relative else margin
     if row.p_value < alpha and oriented > 0:
         row.verdict = "better"
     elif row.p_value < alpha and oriented < 0:

@@ -1,14 +1,16 @@
 """The weighted score (seed 002): objectives fed by metrics, combined with weights.
 
 Each objective is the mean of the metrics that feed it, every metric first turned into a 0-1
-"higher is better" value:
+"higher is better" value according to its declared kind (never its data or its unit):
 
-- a unitless metric where lower is better (a rate) becomes ``1 - value``;
-- cost (USD per query) and latency (ms) become ``ref / (ref + value)``: 1 at zero, 0.5 at the
-  reference value, towards 0 as the value grows (references ``reference_cost_usd``,
+- ``binary``, ``proportion`` and ``score``: placed on 0-1 by the declared scale, then
+  ``1 - value`` where lower is better (a rate of wrong answers), clipped to [0, 1];
+- ``cost`` (USD per query) and ``duration`` (ms) become ``ref / (ref + value)``: 1 at zero, 0.5
+  at the reference value, towards 0 as the value grows (references ``reference_cost_usd``,
   ``reference_latency_ms``);
-- any other metric with a unit is left out (it has no 0-1 reading);
-- the result is clipped to [0, 1] (a unitless metric that can exceed 1 cannot dominate).
+- ``count`` is left out (a count has no 0-1 reading);
+- a run stored before metrics declared kinds is read by unit: none is a proportion, ``ms`` a
+  duration, ``USD`` a cost, ``0-5`` a score on 0-5, any other unit left out.
 
 A feed is ``group:NAME`` (every metric of the group) or a metric name. A metric named explicitly
 by one objective is not also taken by another objective's group feed. Weights are renormalised
@@ -49,14 +51,18 @@ def unit_interval(
 ) -> float | None:
     """The summary's value as a 0-1 "higher is better" number, or None if it has none."""
     value = summary.value
-    if value is None:
+    kind = summary.value_kind()
+    if value is None or kind is None:
         return None
-    if summary.unit in ("USD", "ms"):
-        ref = ref_cost_usd if summary.unit == "USD" else ref_latency_ms
+    if kind in ("cost", "duration"):
+        ref = ref_cost_usd if kind == "cost" else ref_latency_ms
         return ref / (ref + max(value, 0.0))
-    if summary.unit is not None:
+    scale = summary.value_scale()
+    if kind not in ("binary", "proportion", "score") or scale is None:
         return None
-    oriented = value if summary.higher_is_better else 1.0 - value
+    low, high = scale
+    share = (value - low) / (high - low)
+    oriented = share if summary.higher_is_better else 1.0 - share
     return min(1.0, max(0.0, oriented))
 
 
