@@ -1,5 +1,15 @@
 """The user-facing error tree: each error carries a plain message and the exit code the CLI
-uses for it (docs/runs.md lists them)."""
+uses for it (docs/runs.md lists them).
+
+Every error a user can meet derives from :class:`RagmeterError`: bad input (:class:`InputError`
+and its kinds: datasets, config, YAML, names, plugins, stores, judges' settings, targets tables,
+breakdowns, TREC measures), a target that failed (``TargetError``, exit 3), a judge call that
+failed (``JudgeError``, ``JudgeFailure``: recorded on the case, the run goes on), an embedder
+that cannot be built, an interrupted run (exit 130). A few exceptions are internal signals
+that never leave ragmeter and are not errors: ``SkipScore`` (a metric does not apply),
+``BudgetReachedError`` (the judge budget is spent: scores are skipped), ``ScoringStoppedError``
+and ``JudgedScoreError`` (carriers of a recorded failure).
+"""
 
 from __future__ import annotations
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ragmeter.datasets.problems import Problem
+from ragmeter.errors import InputError
 
 # no case needs deeper data, and the JSON serialiser of the run store refuses ~250 levels
 MAX_DEPTH = 100
@@ -44,7 +45,7 @@ class Finding:
     message: str
 
 
-class JsonLineError(ValueError):
+class JsonLineError(InputError):
     """A line that is not usable JSON; ``str()`` says why."""
 
 

@@ -26,6 +26,7 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 
 import httpx
 
+from ragmeter.errors import RagmeterError
 from ragmeter.redaction import REDACTED, redact_text, remember_secret
 from ragmeter.retry import retry_delay_s
 
@@ -52,7 +53,7 @@ class JudgeReply:
         return self.finish_reason == "length"
 
 
-class JudgeError(Exception):
+class JudgeError(RagmeterError):
     """A judge call that produced no reply: ``kind`` is timeout, rate_limited, http_4xx,
     http_5xx, connection_error, invalid_response, config or server. The message is redacted;
     ``raw`` keeps the server's reply body as it came (None when there was none)."""

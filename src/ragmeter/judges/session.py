@@ -19,6 +19,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from ragmeter.embedders.base import FloatArray
+from ragmeter.errors import RagmeterError
 from ragmeter.judges.base import Judge, JudgeError, JudgeReply, Message, parse_json
 from ragmeter.judges.cache import CallRecord, JudgeStore, cache_key
 from ragmeter.judges.cost import Budget, Price, call_cost
@@ -37,7 +38,7 @@ GIVE_UP_AFTER = 3  # calls in a row lost to timeouts / connection errors before 
 DOWN_KINDS = frozenset({"timeout", "connection_error"})
 
 
-class JudgeFailure(Exception):
+class JudgeFailure(RagmeterError):
     """A judge verdict that could not be had: ``kind`` is invalid, truncated, refused or error.
     The message is redacted; ``raw`` keeps the judge's output as it came (``details`` carries a
     redacted copy of its start, for the store)."""

@@ -19,7 +19,7 @@ from typing import Any
 
 from ragmeter.config import DEFAULT_STORE, EvalConfig, TargetConfig
 from ragmeter.datasets import load_datasets
-from ragmeter.errors import InputError, RagmeterError
+from ragmeter.errors import EXIT_INTERRUPTED, InputError, RagmeterError
 from ragmeter.models import Case, CaseResult, RunRecord, Score
 from ragmeter.redaction import redact_text
 from ragmeter.runfile import RunFile
@@ -60,9 +60,11 @@ __all__ = [
 ProgressHook = Callable[[int, int], None]
 
 
-class RunInterruptedError(RuntimeError):
+class RunInterruptedError(RagmeterError, RuntimeError):
     """A run stopped by the user (Ctrl-C, SIGTERM) or cancelled: what was done is stored and
     the run is marked ``interrupted``."""
+
+    exit_code = EXIT_INTERRUPTED
 
     def __init__(self, run_id: str, store: str | None = None, stage: str = "asking") -> None:
         store_option = f" --store {store}" if store and store != DEFAULT_STORE else ""

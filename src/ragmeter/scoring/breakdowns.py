@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from ragmeter.errors import InputError
 from ragmeter.models import Case
 
 NONE_LABEL = "(none)"
 BUILTIN_FIELDS = ("category", "tags", "difficulty", "answerable", "query_type", "dataset")
 
 
-class BreakdownFieldError(ValueError):
+class BreakdownFieldError(InputError):
     pass
 
 

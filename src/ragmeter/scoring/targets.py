@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ragmeter.errors import InputError
 from ragmeter.models import Scorecard, TargetResult
 
 _OPS: dict[str, Callable[[float, float], bool]] = {
@@ -51,7 +52,7 @@ DEFAULT_TARGETS: tuple[Target, ...] = (
 )
 
 
-class TargetSpecError(ValueError):
+class TargetSpecError(InputError):
     pass
 
 

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
+from ragmeter.errors import EXIT_TARGET_DOWN, RagmeterError
 from ragmeter.models import Case, Response
 
 
-class TargetError(Exception):
+class TargetError(RagmeterError):
     """A failed query. ``error_type`` is a short stable label stored with the case."""
+
+    exit_code = EXIT_TARGET_DOWN
 
     def __init__(self, error_type: str, message: str, attempts: int = 1) -> None:
         super().__init__(message)
