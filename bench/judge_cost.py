@@ -13,7 +13,7 @@ reference pipeline, first ``--cases`` with an answer and retrieved chunks; the s
 answer, contexts and reference go to both tools.
 
 Each metric runs as its own pass with its own proxy tag, so calls are attributed per metric.
-ragmeter: ``judges.configure(http://proxy/TAG/v1#MODEL, use_cache=False, tasks=(metric,))`` and
+ragmeter: ``judges.judge_settings(http://proxy/TAG/v1#MODEL, use_cache=False, tasks=(metric,))`` and
 ``score_results`` on the recorded responses. ragas (legacy ``evaluate`` API, run in the venv by
 this script with ``--ragas-worker``): ``Faithfulness``, ``ResponseRelevancy``,
 ``LLMContextPrecisionWithReference``, ``LLMContextRecall`` with default settings, the LLM a
@@ -210,7 +210,7 @@ def run_ragmeter(
         )
         for c in cases
     ]
-    judges.configure(
+    judge = judges.judge_settings(
         f"{proxy.base_url(f'ragmeter.{metric}')}#{MODEL}",
         store=str(store_dir / f"{metric}.db"),  # fresh store, and no cache: every call is sent
         use_cache=False,
@@ -218,12 +218,9 @@ def run_ragmeter(
         tasks=(metric,),
     )
     started = time.perf_counter()
-    try:
-        metrics = resolve_metrics(["judged"], MetricSettings())
-        results = [CaseResult(case_id=c.case_id, status="ok", response=r) for c, r in pairs]
-        scores = score_results([c for c, _ in pairs], results, metrics)
-    finally:
-        judges.configure(None)
+    metrics = resolve_metrics(["judged"], MetricSettings(judge=judge))
+    results = [CaseResult(case_id=c.case_id, status="ok", response=r) for c, r in pairs]
+    scores = score_results([c for c, _ in pairs], results, metrics)
     mine = [s for s in scores if s.metric == metric]
     values = [s.value for s in mine if s.status == "ok" and s.value is not None]
     reasons = [s.reason for s in mine if s.status != "ok" and s.reason]
