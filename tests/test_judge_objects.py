@@ -6,13 +6,30 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from ragmeter import EvalConfig, evaluate, evaluate_async
 from ragmeter.judges.cache import JudgeStore
 from ragmeter.models import RunRecord
-from tests.test_judges_unit import JudgeServer, serve, smart_judge  # noqa: F401  (fixture)
+from tests.test_judges_unit import JudgeServer, smart_judge
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[[Any], JudgeServer]]:
+    servers: list[JudgeServer] = []
+
+    def start(script: Any) -> JudgeServer:
+        servers.append(JudgeServer(script))
+        return servers[-1]
+
+    yield start
+    for server in servers:
+        server.close()
+
 
 CASES = 3
 

@@ -13,11 +13,13 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+import ragmeter.store.migrations as migrations_module
 import ragmeter.store.sqlite as store_module
-from ragmeter.errors import RunLockedError, StoreError
+from ragmeter.errors import EXIT_BAD_INPUT, InputError, RagmeterError, RunLockedError, StoreError
 from ragmeter.models import (
     Case,
     CaseResult,
@@ -27,7 +29,8 @@ from ragmeter.models import (
     Score,
     Scorecard,
 )
-from ragmeter.store.sqlite import MIGRATIONS, RunStore
+from ragmeter.store.migrations import LEGACY_VERSIONS, Migration, migration
+from ragmeter.store.sqlite import MIGRATIONS, RunNotFoundError, RunStore
 
 
 def _record(run_id: str = "run1") -> RunRecord:
@@ -193,11 +196,17 @@ def test_create_false_opens_only_an_existing_store(tmp_path: Path) -> None:
     assert [r.id for r in reopened.list_runs()] == ["run1"]
 
 
-def test_a_store_created_by_two_processes_at_once_is_migrated_once(tmp_path: Path) -> None:
+@pytest.mark.parametrize("other_records", ["numbered", "named"])
+def test_a_store_created_by_two_processes_at_once_is_migrated_once(
+    tmp_path: Path, other_records: str
+) -> None:
     path = tmp_path / "runs.db"
     other = sqlite3.connect(path, isolation_level=None)
     other.execute("PRAGMA journal_mode=WAL")
-    other.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY)")
+    if other_records == "numbered":  # the other process runs a ragmeter from before names
+        other.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY)")
+    else:
+        other.execute("CREATE TABLE schema_migrations (name TEXT PRIMARY KEY, applied_at TEXT)")
     other.execute("BEGIN IMMEDIATE")  # the other process is migrating right now
     outcome: list[object] = []
 
@@ -210,16 +219,370 @@ def test_a_store_created_by_two_processes_at_once_is_migrated_once(tmp_path: Pat
     opener = threading.Thread(target=open_store)
     opener.start()
     time.sleep(0.5)  # it has seen no migration applied and waits for the write lock
-    for version, script in enumerate(MIGRATIONS, start=1):
-        for statement in script.split(";"):
-            if statement.strip():
-                other.execute(statement)
-        other.execute("INSERT INTO schema_migrations (version) VALUES (?)", (version,))
+    if other_records == "numbered":
+        _legacy_migrate(other, len(LEGACY_SCRIPTS))
+    else:
+        for known in MIGRATIONS:
+            known.apply(other)
+            other.execute("INSERT INTO schema_migrations (name) VALUES (?)", (known.name,))
     other.execute("COMMIT")
     opener.join(30)
 
     assert len(outcome) == 1 and isinstance(outcome[0], RunStore), outcome
     assert outcome[0].schema_version == len(MIGRATIONS)
+    assert _records(path) == [m.name for m in MIGRATIONS]
+
+
+# migrations -------------------------------------------------------------------------------------
+# the numbered migrations as ragmeter ran them before migrations had names: a list of scripts
+# split on ";", recorded in schema_migrations (version). Frozen here: stores made so exist.
+LEGACY_SCRIPTS = [
+    """
+    CREATE TABLE runs (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        status TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        completed_at TEXT,
+        schema_version TEXT NOT NULL,
+        config_json TEXT NOT NULL,
+        datasets_json TEXT NOT NULL,
+        scorecard_json TEXT,
+        question_count INTEGER NOT NULL DEFAULT 0,
+        error_count INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE TABLE cases (
+        run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        case_id TEXT NOT NULL,
+        position INTEGER NOT NULL,
+        case_json TEXT NOT NULL,
+        PRIMARY KEY (run_id, case_id)
+    );
+    CREATE TABLE responses (
+        run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        case_id TEXT NOT NULL,
+        status TEXT NOT NULL,
+        error_type TEXT,
+        error_message TEXT,
+        latency_ms REAL,
+        attempts INTEGER NOT NULL DEFAULT 1,
+        response_json TEXT,
+        PRIMARY KEY (run_id, case_id)
+    );
+    CREATE TABLE scores (
+        run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        case_id TEXT NOT NULL,
+        metric TEXT NOT NULL,
+        value REAL,
+        status TEXT NOT NULL,
+        reason TEXT,
+        details_json TEXT,
+        PRIMARY KEY (run_id, case_id, metric)
+    );
+    CREATE INDEX scores_by_metric ON scores (run_id, metric);
+    """,
+    """
+    DROP INDEX scores_by_metric;
+    """,
+    """
+    ALTER TABLE runs ADD COLUMN extras_json TEXT;
+    """,
+    """
+    CREATE TABLE judge_calls (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        cache_key TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        run_id TEXT,
+        case_id TEXT,
+        purpose TEXT NOT NULL,
+        model TEXT NOT NULL,
+        prompt_name TEXT NOT NULL,
+        prompt_version TEXT NOT NULL,
+        params_json TEXT NOT NULL,
+        messages_json TEXT NOT NULL,
+        output_text TEXT,
+        finish_reason TEXT,
+        prompt_tokens INTEGER,
+        completion_tokens INTEGER,
+        cost_usd REAL,
+        latency_ms REAL,
+        cached INTEGER NOT NULL DEFAULT 0,
+        status TEXT NOT NULL,
+        error TEXT
+    );
+    CREATE INDEX judge_calls_by_key ON judge_calls (cache_key);
+    """,
+]
+
+
+def _legacy_migrate(db: sqlite3.Connection, upto: int) -> None:
+    """What the old ``RunStore._migrate`` did inside its transaction."""
+    for version, script in enumerate(LEGACY_SCRIPTS[:upto], start=1):
+        for statement in script.split(";"):
+            if statement.strip():
+                db.execute(statement)
+        db.execute("INSERT INTO schema_migrations (version) VALUES (?)", (version,))
+
+
+def _legacy_store(path: Path, upto: int = len(LEGACY_SCRIPTS)) -> None:
+    """A store as a ragmeter with ``upto`` numbered migrations left it, with one run in it."""
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY)")
+    db.execute("BEGIN IMMEDIATE")
+    _legacy_migrate(db, upto)
+    db.execute("COMMIT")
+    if upto >= 1:
+        record = _record()
+        db.execute(
+            "INSERT INTO runs (id, name, status, created_at, completed_at, schema_version,"
+            " config_json, datasets_json, scorecard_json, question_count)"
+            " VALUES ('run1', 'n', 'completed', ?, ?, ?, '{}', '[\"d\"]', ?, 2)",
+            (
+                record.created_at,
+                record.created_at,
+                record.schema_version,
+                _scorecard().model_dump_json(),
+            ),
+        )
+        for position in range(2):
+            case = Case(case_id=f"c{position}", question="q")
+            db.execute(
+                "INSERT INTO cases VALUES ('run1', ?, ?, ?)",
+                (case.case_id, position, case.model_dump_json()),
+            )
+        db.execute(
+            "INSERT INTO responses (run_id, case_id, status, latency_ms, response_json)"
+            " VALUES ('run1', 'c0', 'ok', 3.5, ?)",
+            (Response(answer="old answer").model_dump_json(),),
+        )
+        db.execute("INSERT INTO scores VALUES ('run1', 'c0', 'm', 0.5, 'ok', NULL, NULL)")
+    if upto >= 4:
+        db.execute(
+            "INSERT INTO judge_calls (cache_key, created_at, run_id, purpose, model,"
+            " prompt_name, prompt_version, params_json, messages_json, cost_usd, status)"
+            " VALUES ('k', 'now', 'run1', 'p', 'm', 'n', 'v1', '{}', '[]', 0.25, 'ok')"
+        )
+    db.close()
+
+
+def _records(path: Path) -> list[str]:
+    """The migration names recorded in the store at ``path``, in the order they were applied."""
+    db = sqlite3.connect(path)
+    try:
+        return [row[0] for row in db.execute("SELECT name FROM schema_migrations ORDER BY rowid")]
+    finally:
+        db.close()
+
+
+def _schema(path: Path) -> set[tuple[str, str]]:
+    """The (type, name) of every table and index, and the columns of ``runs`` as ("column", ..)."""
+    db = sqlite3.connect(path)
+    try:
+        found = {(row[0], row[1]) for row in db.execute("SELECT type, name FROM sqlite_master")}
+        return found | {("column", row[1]) for row in db.execute("PRAGMA table_info(runs)")}
+    finally:
+        db.close()
+
+
+@pytest.fixture
+def ran(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the migrations applied from now on (the registered ones, watched)."""
+    names: list[str] = []
+
+    def watched(known: Migration) -> Migration:
+        def apply(db: sqlite3.Connection) -> None:
+            names.append(known.name)
+            known.apply(db)
+
+        return Migration(known.name, apply)
+
+    monkeypatch.setattr(migrations_module, "MIGRATIONS", [watched(m) for m in MIGRATIONS])
+    return names
+
+
+def test_migrations_are_named_in_order_and_a_name_is_registered_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    names = [m.name for m in MIGRATIONS]
+    assert names == list(LEGACY_VERSIONS.values()) == sorted(names)
+    assert all(isinstance(m, Migration) and callable(m.apply) for m in MIGRATIONS)
+    monkeypatch.setattr(migrations_module, "MIGRATIONS", list(MIGRATIONS))
+    with pytest.raises(ValueError, match="'m001_initial' is already registered"):
+        migration(migrations_module.m001_initial)
+
+    def m005_next(db: sqlite3.Connection) -> None:
+        pass
+
+    assert migration(m005_next) is m005_next
+    assert [m.name for m in migrations_module.MIGRATIONS] == [*names, "m005_next"]
+
+
+def test_a_new_store_records_each_migration_by_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ran: list[str]
+) -> None:
+    statements: list[str] = []
+    connect = sqlite3.connect
+
+    def traced(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        db = connect(*args, **kwargs)
+        db.set_trace_callback(statements.append)
+        return db
+
+    monkeypatch.setattr(store_module.sqlite3, "connect", traced)
+    path = tmp_path / "runs.db"
+    store = RunStore(path)
+    assert ran == [m.name for m in MIGRATIONS] == _records(path)
+    assert store.schema_version == len(MIGRATIONS)
+    # one transaction to create the records table, then one a migration with its record
+    assert statements.count("BEGIN IMMEDIATE") == statements.count("COMMIT") == 1 + len(ran)
+    applied_at = store.db.execute("SELECT applied_at FROM schema_migrations").fetchall()
+    assert all(row[0] and row[0].startswith("20") for row in applied_at)
+    store.close()
+
+    statements.clear()
+    reopened = RunStore(path)
+    assert ran == [m.name for m in MIGRATIONS]  # nothing ran again
+    assert reopened.schema_version == len(MIGRATIONS)
+    assert "BEGIN IMMEDIATE" not in statements  # an up-to-date store is opened without a write
+
+
+@pytest.mark.parametrize("upto", [4, 3, 2, 1, 0])
+def test_a_store_with_numbered_migrations_keeps_its_data_and_runs_only_the_missing_ones(
+    tmp_path: Path, ran: list[str], upto: int
+) -> None:
+    path = tmp_path / "old.db"
+    _legacy_store(path, upto)
+
+    store = RunStore(path)
+
+    names = [m.name for m in MIGRATIONS]
+    assert ran == names[upto:]  # each missing migration once, none of those already recorded
+    assert _records(path) == names and store.schema_version == len(MIGRATIONS)
+    columns = [row[1] for row in store.db.execute("PRAGMA table_info(schema_migrations)")]
+    assert columns == ["name", "applied_at"]  # the numbered records were converted
+    converted = store.db.execute(
+        "SELECT name FROM schema_migrations WHERE applied_at IS NULL ORDER BY rowid"
+    ).fetchall()
+    assert [row[0] for row in converted] == names[:upto]
+    if upto:
+        run = store.get_run("run1")
+        assert (run.status, run.scorecard, run.question_count) == ("completed", _scorecard(), 2)
+        assert [c.case_id for c in store.get_cases("run1")] == ["c0", "c1"]
+        (answer,) = store.get_results("run1")
+        assert answer.response is not None and answer.response.answer == "old answer"
+        assert [(s.case_id, s.metric, s.value) for s in store.get_scores("run1")] == [
+            ("c0", "m", 0.5)
+        ]
+        assert store.judge_cost("run1")["calls"] == (1 if upto == 4 else 0)
+    # the store takes new runs, and opening it again migrates nothing
+    store.create_run(_record("run2"), [Case(case_id="k", question="q")])
+    store.finish_run("run2", _scorecard(), "2026-01-01T00:02:00+00:00", 0, _record("run2"))
+    store.close()
+    again = RunStore(path)
+    assert ran == names[upto:] and _records(path) == names
+    assert {r.id for r in again.list_runs()} == ({"run1", "run2"} if upto else {"run2"})
+
+
+def test_a_store_recording_an_unknown_numbered_migration_is_refused_untouched(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "future.db"
+    _legacy_store(path)
+    db = sqlite3.connect(path)
+    db.execute("INSERT INTO schema_migrations (version) VALUES (5)")
+    db.commit()
+    db.close()
+    before = _schema(path)
+    with pytest.raises(StoreError, match=r"future\.db records migration 5, .* newer version"):
+        RunStore(path)
+    assert _schema(path) == before
+    with sqlite3.connect(path) as db:
+        assert [row[0] for row in db.execute("SELECT version FROM schema_migrations")] == [
+            1,
+            2,
+            3,
+            4,
+            5,
+        ]
+
+
+@pytest.mark.parametrize("failure", ["exception", "sqlite"])
+@pytest.mark.parametrize("start", ["new store", "store with a run"])
+def test_a_migration_that_fails_midway_leaves_the_store_at_the_previous_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failure: str, start: str
+) -> None:
+    path = tmp_path / "runs.db"
+    if start == "store with a run":
+        _store_with_run(path).close()
+    first, *rest = MIGRATIONS
+    done = [first] if start == "new store" else list(MIGRATIONS)
+    before = _schema(path) if path.exists() else None
+
+    def m900_broken(db: sqlite3.Connection) -> None:
+        db.execute("CREATE TABLE half_done (x INTEGER)")
+        db.execute("ALTER TABLE runs ADD COLUMN half TEXT")
+        db.execute("INSERT INTO half_done VALUES (1)")
+        if failure == "exception":
+            raise RuntimeError("migration bug")
+        db.execute("CREATE TABLE half_done (x INTEGER)")  # a SQLite error: it exists
+
+    def m901_later(db: sqlite3.Connection) -> None:
+        db.execute("CREATE TABLE later (x INTEGER)")
+
+    broken, later = Migration("m900_broken", m900_broken), Migration("m901_later", m901_later)
+    remaining = rest if start == "new store" else []
+    monkeypatch.setattr(migrations_module, "MIGRATIONS", [*done, broken, *remaining, later])
+
+    with pytest.raises(RuntimeError if failure == "exception" else StoreError) as error:
+        RunStore(path)
+
+    if failure == "sqlite":
+        assert "half_done already exists" in str(error.value)
+    schema = _schema(path)
+    assert ("table", "half_done") not in schema and ("column", "half") not in schema
+    assert ("table", "later") not in schema  # nothing after the failure ran either
+    assert _records(path) == [m.name for m in done]
+    if start == "new store":
+        assert ("index", "scores_by_metric") in schema  # m002 has not run
+        assert ("table", "judge_calls") not in schema
+    else:
+        assert schema == before
+        with sqlite3.connect(path) as db:
+            assert db.execute("SELECT COUNT(*) FROM cases").fetchone()[0] == 3
+
+    # once the broken migration is fixed (here: dropped), the store migrates the rest
+    monkeypatch.setattr(migrations_module, "MIGRATIONS", [*done, *remaining, later])
+    store = RunStore(path)
+    assert _records(path) == [m.name for m in [*done, *remaining, later]]
+    assert ("table", "later") in _schema(path) and ("table", "judge_calls") in _schema(path)
+    assert store.schema_version == len(MIGRATIONS) + 1
+    if start == "store with a run":
+        assert len(store.get_cases("run1")) == 3
+
+
+def test_a_missing_run_is_an_input_error_and_still_a_key_error(tmp_path: Path) -> None:
+    store = _store_with_run(tmp_path / "runs.db")
+    store.create_run(_record("run2"), [])
+    with pytest.raises(RunNotFoundError) as missing:
+        store.get_run("nope")
+    error = missing.value
+    assert isinstance(error, InputError) and isinstance(error, RagmeterError)
+    assert isinstance(error, KeyError) and isinstance(error, ValueError)
+    assert error.exit_code == EXIT_BAD_INPUT == 2
+    assert str(error) == "no run 'nope' in the store" and error.args == ("nope",)
+
+    with pytest.raises(KeyError) as ambiguous:
+        store.get_run("run")
+    assert isinstance(ambiguous.value, RunNotFoundError)
+    assert sorted(ambiguous.value.candidates) == ["run1", "run2"]
+    assert str(ambiguous.value).startswith("run id prefix 'run' is ambiguous: it starts run")
+    assert str(ambiguous.value).endswith("; give more")
+
+    from ragmeter.store import RunNotFoundError as exported
+    from ragmeter.store.errors import RunNotFoundError as defined
+
+    assert exported is defined is RunNotFoundError is store_module.RunNotFoundError
 
 
 # writing ------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The run store: SQLite in WAL mode with numbered migrations.
+"""The run store: SQLite in WAL mode with named migrations (``store/migrations.py``).
 
 Tables: ``runs`` (one row a run, config snapshot and scorecard as JSON), ``cases`` (the cases of
 a run, in order), ``responses`` (one row a case once asked: response or error) and ``scores``
@@ -7,14 +7,13 @@ most the cases that were in flight, and ``--resume`` asks only the cases with no
 
 Several processes may share a store: each write is a short transaction (big writes go in chunks
 of ``WRITE_CHUNK_ROWS`` rows) and a writer waits up to ``BUSY_TIMEOUT_S`` for the lock. Every
-SQLite failure surfaces as a :class:`~ragmeter.errors.StoreError` that says what to do, and a
-stored row that no longer validates is reported, not raised.
+SQLite failure surfaces as a :class:`~ragmeter.errors.StoreError` that says what to do
+(``store/errors.py``), and a stored row that no longer validates is reported, not raised
+(``store/rows.py`` turns rows into models and back).
 """
 
 from __future__ import annotations
 
-import json
-import math
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -23,12 +22,14 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import quote
 
-from pydantic import ValidationError
-
 from ragmeter.errors import StoreError
-from ragmeter.models import Case, CaseResult, Response, RunRecord, Score, Scorecard
+from ragmeter.models import Case, CaseResult, RunRecord, Score, Scorecard
+from ragmeter.store import rows
+from ragmeter.store.errors import HINT, RunNotFoundError, not_a_store, sqlite_error
 from ragmeter.store.lock import RunLock, holder_pid
-from ragmeter.store.migrations import MIGRATIONS
+from ragmeter.store.migrations import MIGRATIONS, applied_count, migrate
+
+__all__ = ["BUSY_TIMEOUT_S", "MIGRATIONS", "WRITE_CHUNK_ROWS", "RunNotFoundError", "RunStore"]
 
 # how long a writer waits for another process's write transaction before giving up
 BUSY_TIMEOUT_S = 60.0
@@ -37,45 +38,14 @@ BUSY_TIMEOUT_S = 60.0
 WRITE_CHUNK_ROWS = 10_000
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
-_HINT = "pass --store a new or existing .db file"
 
 _T = TypeVar("_T")
-
-_EXTRAS = ("breakdowns", "weighted_score", "targets", "performance", "judge_reliability")
-
-
-class RunNotFoundError(KeyError):
-    """No run has this id, or (``candidates`` given) more than one starts with it."""
-
-    def __init__(self, run_id: str, candidates: list[str] | None = None) -> None:
-        super().__init__(run_id)
-        self.candidates = candidates or []
-
-    def __str__(self) -> str:
-        if self.candidates:
-            shown = ", ".join(self.candidates[:5])
-            return f"run id prefix {self.args[0]!r} is ambiguous: it starts {shown}; give more"
-        return f"no run {self.args[0]!r} in the store"
 
 
 def _chunks(rows: Iterable[_T], size: int) -> Iterator[list[_T]]:
     iterator = iter(rows)
     while chunk := list(islice(iterator, size)):
         yield chunk
-
-
-def _describe(error: ValidationError, prefix: str = "") -> str:
-    """``field.path: message`` for each problem of a validation error (at most three)."""
-    parts = []
-    for item in error.errors()[:3]:
-        where = ".".join(str(part) for part in item["loc"])
-        parts.append(f"{prefix}{where or 'JSON'}: {item['msg']}")
-    more = len(error.errors()) - 3
-    return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
-
-
-def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
 
 
 class RunStore:
@@ -117,7 +87,7 @@ class RunStore:
 
     # opening ----------------------------------------------------------------------------------
     def _not_a_store(self, why: str) -> StoreError:
-        return StoreError(f"{self.path} is not a ragmeter run store ({why}); {_HINT}")
+        return not_a_store(self.path, why)
 
     def _check_path(self, create: bool) -> str:
         """Refuse folders, non-SQLite files and (unless ``create``) a missing store; return the
@@ -143,7 +113,7 @@ class RunStore:
                 path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise StoreError(
-                    f"cannot create the run store {path}: {exc.strerror or exc}; {_HINT}"
+                    f"cannot create the run store {path}: {exc.strerror or exc}; {HINT}"
                 ) from exc
             mode = "rwc"
         return f"file:{quote(str(path.absolute()))}?mode={mode}"
@@ -156,47 +126,14 @@ class RunStore:
             raise self._not_a_store("a SQLite database without ragmeter's tables")
 
     def _migrate(self) -> None:
-        def done() -> set[int]:
-            self.db.execute(
-                "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY)"
-            )
-            return {row[0] for row in self.db.execute("SELECT version FROM schema_migrations")}
-
-        if self.db.execute(
-            "SELECT 1 FROM sqlite_master WHERE type='table' AND name='schema_migrations'"
-        ).fetchone() and len(done()) >= len(MIGRATIONS):
-            return
-        # another process may be creating the same store: decide under the write lock
-        with self.transaction():
-            applied = done()
-            for version, script in enumerate(MIGRATIONS, start=1):
-                if version in applied:
-                    continue
-                for statement in script.split(";"):
-                    if statement.strip():
-                        self.db.execute(statement)
-                self.db.execute("INSERT INTO schema_migrations (version) VALUES (?)", (version,))
+        # each migration in its own write transaction, decided again under the write lock
+        # (another process may be creating the same store)
+        migrate(self.db, self.transaction, where=f"the run store {self.path}")
 
     # errors ------------------------------------------------------------------------------------
     def _error(self, exc: sqlite3.Error, doing: str) -> StoreError:
         """A StoreError that says what went wrong with the store and what to do about it."""
-        code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
-        where = f"run store {self.path}"
-        detail = str(exc)
-        if code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
-            return StoreError(
-                f"{where} is busy: another process held its write lock for more than"
-                f" {BUSY_TIMEOUT_S:g} s while {doing}; try again when that process has finished"
-            )
-        if code in (sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT):
-            return self._not_a_store(detail)
-        if code == sqlite3.SQLITE_FULL:
-            return StoreError(f"{where}: the disk is full ({doing}); free some space and retry")
-        if code == sqlite3.SQLITE_READONLY:
-            return StoreError(f"{where} is read-only ({detail}); {_HINT}")
-        if code == sqlite3.SQLITE_CANTOPEN:
-            return StoreError(f"cannot open the {where} ({detail}); {_HINT}")
-        return StoreError(f"{where}: {doing} failed: {detail}")
+        return sqlite_error(self.path, exc, doing, BUSY_TIMEOUT_S)
 
     @contextmanager
     def _errors(self, doing: str) -> Iterator[None]:
@@ -208,9 +145,9 @@ class RunStore:
     # transactions -------------------------------------------------------------------------------
     @property
     def schema_version(self) -> int:
+        """How many of the registered migrations the store has had."""
         with self._errors("reading the schema version"):
-            row = self.db.execute("SELECT MAX(version) FROM schema_migrations").fetchone()
-        return int(row[0] or 0)
+            return applied_count(self.db)
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -252,18 +189,8 @@ class RunStore:
     def create_run(self, record: RunRecord, cases: list[Case]) -> None:
         """Store a new run and its cases. The run becomes visible only once all of its cases
         are stored (a big run's cases are written in chunks, the run row last)."""
-        run_row = (
-            record.id,
-            record.name,
-            record.status,
-            record.created_at,
-            record.schema_version,
-            json.dumps(record.config),
-            json.dumps(record.datasets),
-            len(cases),
-        )
-        case_rows = ((record.id, c.case_id, i, c.model_dump_json()) for i, c in enumerate(cases))
-        insert_case = "INSERT INTO cases (run_id, case_id, position, case_json) VALUES (?, ?, ?, ?)"
+        run_row = rows.run_row(record, len(cases))
+        case_rows = rows.case_rows(record.id, cases)
         with self._errors(f"storing run {record.id}"):
             if self.db.execute("SELECT 1 FROM runs WHERE id=?", (record.id,)).fetchone():
                 raise StoreError(f"run {record.id} already exists in {self.path}")
@@ -272,14 +199,9 @@ class RunStore:
             try:
                 with self.transaction():  # cases left by an earlier attempt that died
                     self.db.execute("DELETE FROM cases WHERE run_id=?", (record.id,))
-                self._write_chunks(insert_case, case_rows)
+                self._write_chunks(rows.INSERT_CASE, case_rows)
                 with self.transaction():
-                    self.db.execute(
-                        "INSERT INTO runs (id, name, status, created_at, schema_version,"
-                        " config_json, datasets_json, question_count)"
-                        " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                        run_row,
-                    )
+                    self.db.execute(rows.INSERT_RUN, run_row)
             finally:
                 self.db.execute("PRAGMA foreign_keys=ON")
 
@@ -293,7 +215,7 @@ class RunStore:
     ) -> None:
         """Mark a run completed with its scorecard; ``extras`` (a record) supplies breakdowns,
         weighted score, targets and performance summary."""
-        extras_json = extras.model_dump_json(include=set(_EXTRAS)) if extras else None
+        extras_json = rows.extras_json(extras)
         with self._errors(f"finishing run {run_id}"), self.transaction():
             self.db.execute(
                 "UPDATE runs SET status='completed', completed_at=?, scorecard_json=?,"
@@ -321,88 +243,35 @@ class RunStore:
                 if len(matches) != 1:
                     raise RunNotFoundError(run_id, [m["id"] for m in matches])
                 row = matches[0]
-        return self._record(row)
+        return rows.record_from_row(row, self.path)
 
     def list_runs(self, limit: int = 50) -> list[RunRecord]:
         """The newest runs. A run whose scorecard or extras no longer validate is listed
         without them (``get_run`` names the problem); one whose core fields do not is left
         out."""
         with self._errors("listing runs"):
-            rows = self.db.execute(
+            found = self.db.execute(
                 "SELECT * FROM runs ORDER BY created_at DESC LIMIT ?", (limit,)
             ).fetchall()
         records = []
-        for row in rows:
+        for row in found:
             try:
-                records.append(self._record(row))
+                records.append(rows.record_from_row(row, self.path))
             except StoreError:
                 try:
-                    records.append(self._record(row, lenient=True))
+                    records.append(rows.record_from_row(row, self.path, lenient=True))
                 except StoreError:
                     continue
         return records
 
-    def _record(self, row: sqlite3.Row, lenient: bool = False) -> RunRecord:
-        run_id = row["id"]
-
-        def unreadable(what: str) -> StoreError:
-            return StoreError(
-                f"run {run_id} in {self.path} cannot be read: {what}"
-                " (it was probably written by another ragmeter version)"
-            )
-
-        def load(column: str) -> Any:
-            try:
-                return json.loads(row[column]) if row[column] else None
-            except (TypeError, ValueError) as exc:
-                raise unreadable(
-                    f"{column.removesuffix('_json')} is not valid JSON ({exc})"
-                ) from None
-
-        fields: dict[str, Any] = {
-            "schema_version": row["schema_version"],
-            "id": run_id,
-            "name": row["name"],
-            "status": row["status"],
-            "created_at": row["created_at"],
-            "completed_at": row["completed_at"],
-            "config": load("config_json"),
-            "datasets": load("datasets_json"),
-            "question_count": row["question_count"],
-            "error_count": row["error_count"],
-        }
-        if not lenient:
-            extras = load("extras_json") or {}
-            if not isinstance(extras, dict):
-                raise unreadable("extras is not a JSON object")
-            fields.update({key: value for key, value in extras.items() if key in _EXTRAS})
-            if row["scorecard_json"]:
-                try:
-                    fields["scorecard"] = Scorecard.model_validate_json(row["scorecard_json"])
-                except ValidationError as exc:
-                    raise unreadable(_describe(exc, "scorecard.")) from None
-        try:
-            return RunRecord.model_validate(fields)
-        except ValidationError as exc:
-            raise unreadable(_describe(exc)) from None
-
     # cases and responses ----------------------------------------------------------------------
     def get_cases(self, run_id: str) -> list[Case]:
         with self._errors(f"reading the cases of run {run_id}"):
-            rows = self.db.execute(
+            found = self.db.execute(
                 "SELECT case_id, case_json FROM cases WHERE run_id=? ORDER BY position",
                 (run_id,),
             ).fetchall()
-        cases = []
-        for row in rows:
-            try:
-                cases.append(Case.model_validate_json(row["case_json"]))
-            except ValidationError as exc:
-                raise StoreError(
-                    f"run {run_id} in {self.path}: stored case {row['case_id']!r} cannot be"
-                    f" read: {_describe(exc)}"
-                ) from None
-        return cases
+        return [rows.case_from_row(row, self.path, run_id) for row in found]
 
     def answered_case_ids(self, run_id: str) -> set[str]:
         with self._errors(f"reading the answered cases of run {run_id}"):
@@ -413,95 +282,38 @@ class RunStore:
                 )
             }
 
-    _INSERT_RESPONSE = (
-        "INSERT OR IGNORE INTO responses (run_id, case_id, status, error_type,"
-        " error_message, latency_ms, attempts, response_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
-    )
-
-    @staticmethod
-    def _response_row(run_id: str, r: CaseResult) -> tuple[Any, ...]:
-        return (
-            run_id,
-            r.case_id,
-            r.status,
-            r.error_type,
-            r.error_message,
-            r.latency_ms,
-            r.attempts,
-            r.response.model_dump_json() if r.response is not None else None,
-        )
-
     def save_result(self, run_id: str, result: CaseResult) -> None:
         """Commit one answer at once (one short transaction; a case already answered keeps its
         first answer). Durable against the process being killed as soon as this returns."""
-        row = self._response_row(run_id, result)
+        row = rows.response_row(run_id, result)
         with self._errors(f"saving the answer to case {result.case_id}"), self.transaction():
-            self.db.execute(self._INSERT_RESPONSE, row)
+            self.db.execute(rows.INSERT_RESPONSE, row)
 
     def save_results(self, run_id: str, results: Iterable[CaseResult]) -> None:
         """Commit answers in chunks of WRITE_CHUNK_ROWS; a case already answered keeps its
         first answer."""
-        rows = (self._response_row(run_id, r) for r in results)
+        answers = (rows.response_row(run_id, r) for r in results)
         with self._errors(f"saving answers of run {run_id}"):
-            self._write_chunks(self._INSERT_RESPONSE, rows)
+            self._write_chunks(rows.INSERT_RESPONSE, answers)
 
     def get_results(self, run_id: str) -> list[CaseResult]:
         """The stored answers in case order. A stored row that no longer validates comes back
         as an error result (``unreadable_response``) naming the case and the field."""
         with self._errors(f"reading the answers of run {run_id}"):
-            rows = self.db.execute(
+            found = self.db.execute(
                 "SELECT r.* FROM responses r"
                 " JOIN cases c ON c.run_id = r.run_id AND c.case_id = r.case_id"
                 " WHERE r.run_id=? ORDER BY c.position",
                 (run_id,),
             ).fetchall()
-        return [self._result(row) for row in rows]
-
-    @staticmethod
-    def _result(row: sqlite3.Row) -> CaseResult:
-        try:
-            return CaseResult(
-                case_id=row["case_id"],
-                status=row["status"],
-                error_type=row["error_type"],
-                error_message=row["error_message"],
-                latency_ms=row["latency_ms"],
-                attempts=row["attempts"],
-                response=Response.model_validate_json(row["response_json"])
-                if row["response_json"]
-                else None,
-            )
-        except ValidationError as exc:
-            case_id = str(row["case_id"])
-            return CaseResult(
-                case_id=case_id,
-                status="error",
-                error_type="unreadable_response",
-                error_message=(
-                    f"the stored response of case {case_id!r} no longer validates"
-                    f" ({_describe(exc)}); it counts as an error"
-                ),
-                latency_ms=_number(row["latency_ms"]),
-                attempts=row["attempts"] if isinstance(row["attempts"], int) else 1,
-            )
+        return [rows.result_from_row(row) for row in found]
 
     # scores -------------------------------------------------------------------------------------
     def replace_scores(self, run_id: str, scores: Iterable[Score]) -> None:
         """Replace the scores of a run: the old ones are deleted, then the new ones inserted,
         in chunks of WRITE_CHUNK_ROWS so that other writers are not locked out for long. A run's
         scores are complete once ``finish_run`` has marked it completed."""
-        rows = (
-            (
-                run_id,
-                s.case_id,
-                s.metric,
-                s.value,
-                s.status,
-                s.reason,
-                json.dumps(s.details) if s.details else None,
-            )
-            for s in scores
-        )
+        score_rows = (rows.score_row(run_id, s) for s in scores)
         with self._errors(f"storing the scores of run {run_id}"):
             while True:
                 with self.transaction():
@@ -512,38 +324,14 @@ class RunStore:
                     ).rowcount
                 if deleted < WRITE_CHUNK_ROWS:
                     break
-            self._write_chunks(
-                "INSERT INTO scores (run_id, case_id, metric, value, status, reason, details_json)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                rows,
-            )
+            self._write_chunks(rows.INSERT_SCORE, score_rows)
 
     def get_scores(self, run_id: str) -> list[Score]:
         with self._errors(f"reading the scores of run {run_id}"):
-            rows = self.db.execute(
+            found = self.db.execute(
                 "SELECT * FROM scores WHERE run_id=? ORDER BY rowid", (run_id,)
             ).fetchall()
-        return [
-            Score(
-                case_id=row["case_id"],
-                metric=row["metric"],
-                value=row["value"],
-                status=row["status"],
-                reason=row["reason"],
-                details=self._details(row["details_json"]),
-            )
-            for row in rows
-        ]
-
-    @staticmethod
-    def _details(text: str | None) -> dict[str, Any]:
-        if not text:
-            return {}
-        try:
-            details = json.loads(text)
-        except ValueError:
-            return {"unreadable": text}
-        return details if isinstance(details, dict) else {"value": details}
+        return [rows.score_from_row(row) for row in found]
 
     def judge_cost(self, run_id: str) -> dict[str, Any]:
         """Calls, cache hits, tokens and USD of the LLM judge calls recorded for a run."""
@@ -555,14 +343,7 @@ class RunStore:
                 " FROM judge_calls WHERE run_id=?",
                 (run_id,),
             ).fetchone()
-        return {
-            "calls": int(row["calls"]),
-            "cached": int(row["cached"] or 0),
-            "prompt_tokens": int(row["prompt"] or 0),
-            "completion_tokens": int(row["completion"] or 0),
-            "total_usd": float(row["usd"]) if row["usd"] is not None else None,
-            "unpriced_calls": int(row["unpriced"] or 0),
-        }
+        return rows.judge_cost_from_row(row)
 
     def counts(self, run_id: str) -> dict[str, Any]:
         with self._errors(f"counting the answers of run {run_id}"):
