@@ -160,3 +160,17 @@ def test_batch_complete_adds_qrels_only_queries_as_zero() -> None:
         "a": {"P_1": 1.0, "num_rel": 1.0},
         "b": {"P_1": 0.0, "num_rel": 2.0},
     }
+
+
+@pytest.mark.parametrize("name", ["P", "recall", "ndcg_cut", "map_cut", "success"])
+def test_default_cutoffs_are_trec_eval_s(name: str) -> None:
+    """A bare name stands for the cutoffs trec_eval reports for it, with the same values."""
+    from ragmeter.metrics.ir import expand_measure
+
+    qrels = {"q": {"d1": 2, "d3": 1, "d7": 1, "d9": 0}}
+    run = {"q": {f"d{i}": float(20 - i) for i in range(12)}}
+    expected = pytrec_eval.RelevanceEvaluator(qrels, {name}).evaluate(run)["q"]
+    measures = expand_measure(name)
+    assert {m.label for m in measures} == set(expected)
+    ours = query_measures(trec_order(run["q"]), qrels["q"], measures)
+    assert ours == pytest.approx(expected, abs=1e-12)
