@@ -9,13 +9,15 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
+from ragmeter.errors import InputError
+
 Gain = Literal["linear", "exponential"]
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
 
-class MeasureError(ValueError):
+class MeasureError(InputError):
     pass
 
 
