@@ -1,36 +1,81 @@
 """EvalConfig: defaults < YAML file < RAGMETER_* environment < CLI flags.
 
+Every default the command line shows lives here, and so do the rules that derive one setting
+from another (the run-file folder from the store, the case timeout from the target timeout).
 The resolved config is saved with every run, with secrets redacted.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from ragmeter.errors import InputError
 from ragmeter.redaction import REDACTED, redact
 from ragmeter.yamlio import YamlError, load_yaml
 
 __all__ = [
+    "DEFAULT_OUTPUT_DIR",
     "DEFAULT_STORE",
+    "ENV_FIELDS",
     "REDACTED",
     "ConfigError",
     "EvalConfig",
     "TargetConfig",
+    "case_timeout_for",
+    "config_from_snapshot",
     "load_config",
+    "read_targets_file",
     "redact",
+    "run_folder_for",
 ]
 
 
 DEFAULT_STORE = ".ragmeter/runs.db"
+# run files go into this folder beside the store (.ragmeter/runs for the default store)
+RUNS_FOLDER = "runs"
+DEFAULT_OUTPUT_DIR = f".ragmeter/{RUNS_FOLDER}"  # an in-memory store's run files
+DEFAULT_SEED = 0
+DEFAULT_TOP_K = 5
+DEFAULT_TARGET_TIMEOUT_S = 30.0
+DEFAULT_CASE_TIMEOUT_S = 60.0
+DEFAULT_RELEVANCE_LEVEL = 1
+DEFAULT_NDCG_GAIN: Literal["linear", "exponential"] = "linear"
+DEFAULT_BREAKDOWNS = ("category", "difficulty", "answerable")
+DEFAULT_JUDGE_TIMEOUT_S = 60.0
+DEFAULT_JUDGE_RETRIES = 1
+# compare and --baseline: significance level of the paired tests, smallest regression
+DEFAULT_ALPHA = 0.05
+DEFAULT_MARGIN = 0.02
+# ragmeter runs: how many runs are listed
+RUNS_LIST_LIMIT = 50
+# ragmeter reference-server
+SERVER_HOST = "127.0.0.1"
+SERVER_PORT = 8000
+# ragmeter trec: the measures printed when none is named (trec_eval's usual summary)
+DEFAULT_TREC_MEASURES = ("map", "P.5", "P.10", "recall.100", "ndcg_cut.10", "recip_rank", "Rprec")
 
 
-class ConfigError(ValueError):
-    pass
+class ConfigError(InputError):
+    """A config file, variable or option that does not make a valid config (exit code 2)."""
+
+
+def run_folder_for(store: str) -> str:
+    """Where run files go when no output folder is given: ``runs`` beside the store."""
+    if store == ":memory:":
+        return DEFAULT_OUTPUT_DIR
+    return str(Path(store).parent / RUNS_FOLDER)
+
+
+def case_timeout_for(target_timeout_s: float) -> float:
+    """The time one case may take, retries included, when only the target timeout is given:
+    three requests' worth, and at least a second more than one."""
+    return max(target_timeout_s * 3, target_timeout_s + 1)
 
 
 class TargetConfig(BaseModel):
@@ -43,14 +88,14 @@ class TargetConfig(BaseModel):
     path: str | None = None
     callable: str | None = None
     corpus: str | None = None
-    top_k: int = Field(default=5, ge=1)
+    top_k: int = Field(default=DEFAULT_TOP_K, ge=1)
     headers: dict[str, str] = Field(default_factory=dict)
     request_template: dict[str, Any] | None = None
     response_mapping: dict[str, str] = Field(default_factory=dict)
     query_path: str = "/query"
     health_path: str | None = "/health"
     info_path: str | None = "/models/info"
-    timeout_s: float = Field(default=30.0, gt=0)
+    timeout_s: float = Field(default=DEFAULT_TARGET_TIMEOUT_S, gt=0)
     # a reply larger than this is a failed case (invalid_response), not a stored answer
     max_response_bytes: int = Field(default=10_000_000, ge=1)
     max_retries: int = Field(default=2, ge=0)
@@ -92,8 +137,8 @@ class EvalConfig(BaseModel):
         ]
     )
     ks: list[int] = Field(default_factory=lambda: [1, 3, 5, 10])
-    relevance_level: int = Field(default=1, ge=1)
-    ndcg_gain: Literal["linear", "exponential"] = "linear"
+    relevance_level: int = Field(default=DEFAULT_RELEVANCE_LEVEL, ge=1)
+    ndcg_gain: Literal["linear", "exponential"] = DEFAULT_NDCG_GAIN
     require_snippet: bool = False
     abstention_phrases: list[str] = Field(default_factory=list)
     embedder: str = "minilm"
@@ -101,18 +146,19 @@ class EvalConfig(BaseModel):
     judge: str | None = None
     max_judge_cost: float | None = Field(default=None, ge=0)
     # one judge request waits at most judge_timeout_s and is retried judge_max_retries times
-    judge_timeout_s: float = Field(default=60.0, gt=0)
-    judge_max_retries: int = Field(default=1, ge=0)
+    judge_timeout_s: float = Field(default=DEFAULT_JUDGE_TIMEOUT_S, gt=0)
+    judge_max_retries: int = Field(default=DEFAULT_JUDGE_RETRIES, ge=0)
     # environment variable holding the judge's API key (an http:// judge has no default one)
     judge_api_key_env: str | None = None
     spot_check: int = Field(default=0, ge=0)
     second_judge: str | None = None
     concurrency: int = Field(default=8, ge=1)
-    case_timeout_s: float = Field(default=60.0, gt=0)
+    # derived from target.timeout_s when only that is given (case_timeout_for, in load_config)
+    case_timeout_s: float = Field(default=DEFAULT_CASE_TIMEOUT_S, gt=0)
     samples: int | None = Field(default=None, ge=1)
-    seed: int = 0
+    seed: int = DEFAULT_SEED
     bootstrap_resamples: int = Field(default=1000, ge=0)
-    breakdowns: list[str] = Field(default_factory=lambda: ["category", "difficulty", "answerable"])
+    breakdowns: list[str] = Field(default_factory=lambda: list(DEFAULT_BREAKDOWNS))
     # weighted score (seed 002): objective -> weight, objective -> feeds ("group:NAME" or a
     # metric name); None means the documented defaults (ragmeter.scoring.weighted)
     weights: dict[str, float] | None = None
@@ -123,11 +169,21 @@ class EvalConfig(BaseModel):
     targets: dict[str, Any] | list[Any] | None = None
     prices: dict[str, ModelPrice] = Field(default_factory=dict)
     store: str = DEFAULT_STORE
-    output_dir: str = ".ragmeter/runs"
+    # not given: run_folder_for(store), so run files follow the store
+    output_dir: str = DEFAULT_OUTPUT_DIR
     progress: bool = True
 
+    @model_validator(mode="after")
+    def _output_dir_beside_the_store(self) -> EvalConfig:
+        if "output_dir" not in self.model_fields_set:
+            # a derived default, not a setting: left out of model_fields_set so that a resumed
+            # run keeps its own folder unless one is named
+            self.__dict__["output_dir"] = run_folder_for(self.store)
+        return self
 
-_ENV_FIELDS: dict[str, tuple[str, ...]] = {
+
+# the environment layer: variable -> config field (a path into the config)
+ENV_FIELDS: dict[str, tuple[str, ...]] = {
     "RAGMETER_STORE": ("store",),
     "RAGMETER_OUTPUT_DIR": ("output_dir",),
     "RAGMETER_CONCURRENCY": ("concurrency",),
@@ -136,7 +192,16 @@ _ENV_FIELDS: dict[str, tuple[str, ...]] = {
     "RAGMETER_SAMPLES": ("samples",),
     "RAGMETER_TARGET_URL": ("target", "url"),
     "RAGMETER_TARGET_TIMEOUT_S": ("target", "timeout_s"),
+    "RAGMETER_JUDGE": ("judge",),
+    "RAGMETER_JUDGE_MAX_COST": ("max_judge_cost",),
+    "RAGMETER_JUDGE_TIMEOUT_S": ("judge_timeout_s",),
+    "RAGMETER_JUDGE_MAX_RETRIES": ("judge_max_retries",),
 }
+
+
+def env_var(*path: str) -> str:
+    """The environment variable of the config field at ``path`` (KeyError if it has none)."""
+    return next(variable for variable, field in ENV_FIELDS.items() if field == path)
 
 
 def _deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
@@ -173,10 +238,15 @@ def load_config(
             raise ConfigError(f"{yaml_path}: a config file must hold a mapping")
         data = loaded
     env = os.environ if environ is None else environ
-    for variable, path in _ENV_FIELDS.items():
+    for variable, path in ENV_FIELDS.items():
         if variable in env:
             _set_path(data, path, env[variable])
     data = _deep_merge(data, overrides or {})
+    target = data.get("target")
+    if isinstance(target, dict) and "timeout_s" in target and "case_timeout_s" not in data:
+        # not a number: nothing derived, and the validation below names target.timeout_s
+        with contextlib.suppress(TypeError, ValueError):
+            data["case_timeout_s"] = case_timeout_for(float(target["timeout_s"]))
     try:
         return EvalConfig.model_validate(data)
     except ValidationError as exc:
@@ -190,3 +260,23 @@ def load_config(
 def config_snapshot(config: EvalConfig) -> dict[str, Any]:
     snapshot: dict[str, Any] = redact(json.loads(config.model_dump_json()))
     return snapshot
+
+
+def config_from_snapshot(stored: dict[str, Any]) -> EvalConfig:
+    """The config of a stored run from its snapshot (keys a newer or older version added are
+    left out)."""
+    known = {k: v for k, v in stored.items() if k in EvalConfig.model_fields}
+    return EvalConfig.model_validate(known)
+
+
+def read_targets_file(path: str) -> dict[str, Any] | list[Any]:
+    """A YAML targets file: ``{metric: '> 0.6'}``, a list, or either under ``targets:``."""
+    try:
+        loaded = load_yaml(Path(path), path)
+    except YamlError as exc:
+        raise ConfigError(f"cannot read targets: {exc}") from exc
+    if isinstance(loaded, dict) and set(loaded) == {"targets"}:
+        loaded = loaded["targets"]
+    if not isinstance(loaded, dict | list):
+        raise ConfigError(f"{path}: targets must be a mapping or a list")
+    return loaded

@@ -20,6 +20,7 @@ from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
+from ragmeter.errors import InputError
 from ragmeter.models import Case, CaseResult, MetricSummary, Response, Score, Scorecard
 from ragmeter.redaction import redact_text
 from ragmeter.reports.console import format_value
@@ -246,7 +247,7 @@ def _select(
             listed = ", ".join(names[:30]) + (
                 f" (+{len(names) - 30} more)" if len(names) > 30 else ""
             )
-            raise ValueError(
+            raise InputError(
                 f"no scores for metric(s) {', '.join(map(repr, unknown))} in this run; "
                 f"scored metrics: {listed or 'none'}"
             )

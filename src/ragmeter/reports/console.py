@@ -306,13 +306,14 @@ def cases_table(results: Sequence[CaseResult], error_limit: int = ERROR_LIMIT) -
 def metrics_table(rows: Sequence[tuple[str, Metric]]) -> Fit:
     """``ragmeter metrics``: every (family, metric) pair. Family and metric names never wrap
     or get cut; the description (and the inputs a metric needs) wrap instead. Where the
-    console is too narrow for a column each, families become section rows and group, unit
-    and inputs move under the description."""
+    console is too narrow for a column each, families become section rows and group, kind,
+    unit and inputs move under the description."""
     caption = "↑ higher is better · ↓ lower is better"
     wide = Table(title="Metrics", title_justify="left", caption=caption)
     wide.add_column("family", no_wrap=True)
     wide.add_column("metric", no_wrap=True)
     wide.add_column("group", no_wrap=True)
+    wide.add_column("kind", no_wrap=True)
     wide.add_column("needs", overflow="fold", max_width=24)
     wide.add_column("description", overflow="fold", ratio=1, min_width=30)
     narrow = Table(title="Metrics", title_justify="left", caption=caption)
@@ -334,11 +335,12 @@ def metrics_table(rows: Sequence[tuple[str, Metric]]) -> Fit:
             inert_text(family, style="bold") if first else "",
             name,
             inert_text(metric.group),
+            inert_text(metric.kind),
             needs,
             description,
             end_section=False,
         )
-        facts = [f"group {metric.group}"]
+        facts = [f"group {metric.group}", f"kind {metric.kind}"]
         if metric.unit:
             facts.append(f"unit {metric.unit}")
         if metric.requires:

@@ -1,0 +1,96 @@
+"""The ``ragmeter`` group and its one error path.
+
+Every error a user can act on reaches :class:`RagmeterGroup` (or :func:`fail`) and prints as one
+line, ``error: what is wrong and where``, with its exit code; never a traceback. The command
+modules (``ragmeter.cli.eval``, ``runs``, ...) add their commands to :data:`main`;
+``ragmeter.cli.main`` imports them all.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, NoReturn
+
+import click
+from rich.text import Text
+
+from ragmeter import __version__
+from ragmeter.errors import EXIT_BAD_INPUT, EXIT_TARGET_DOWN, InputError, RagmeterError
+from ragmeter.models import RunRecord
+from ragmeter.redaction import redact_text
+from ragmeter.reports.terminal import inert, make_console
+from ragmeter.store.sqlite import RunNotFoundError, RunStore
+from ragmeter.targets import TargetError
+
+console = make_console()
+errors = make_console(stderr=True)
+
+
+def _other_user_errors() -> tuple[type[Exception], ...]:
+    """The project's user-error classes that are not (yet) RagmeterError subclasses (exit code
+    2). Imported when an error is being handled, not at start-up (they pull in numpy)."""
+    from ragmeter.datasets.jsonl import JsonLineError
+    from ragmeter.metrics.ir import MeasureError
+    from ragmeter.scoring.breakdowns import BreakdownFieldError
+    from ragmeter.scoring.targets import TargetSpecError
+
+    return RunNotFoundError, TargetSpecError, BreakdownFieldError, MeasureError, JsonLineError
+
+
+def fail(message: object, code: int = EXIT_BAD_INPUT, label: str = "error") -> NoReturn:
+    """Print one error (secrets masked, escape sequences and markup inert) and exit."""
+    text = Text(f"{label}: ", style="bold red")
+    text.append(inert(redact_text(str(message)), markup=False))
+    errors.print(text, highlight=False, soft_wrap=True)
+    sys.exit(code)
+
+
+class RagmeterGroup(click.Group):
+    """Maps the project's errors to their exit code and a plain message."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except RagmeterError as exc:
+            fail(exc, exc.exit_code)
+        except TargetError as exc:
+            fail(f"target not ready ({exc.error_type}): {exc.message}", EXIT_TARGET_DOWN)
+        except Exception as exc:
+            if type(exc).__module__.startswith("ragmeter.") and isinstance(
+                exc, _other_user_errors()
+            ):
+                fail(exc)
+            raise
+
+
+@contextmanager
+def plain_value_errors(prefix: str = "", suffix: str = "") -> Iterator[None]:
+    """Around the library calls that still raise a plain ``ValueError`` for a user's mistake
+    (and only those): it becomes an :class:`InputError`. The calls: ``parse_target_spec``
+    (targets/base.py), ``RunScores.load`` of a run file and ``compare_runs(metrics=...)``
+    (scoring/compare.py), the weights check the engine runs before the first question
+    (scoring/weighted.py). Delete this once they raise InputError themselves."""
+    try:
+        yield
+    except RagmeterError:
+        raise
+    except ValueError as exc:  # the calls listed above; anything else is not wrapped
+        raise InputError(f"{prefix}{exc}{suffix}") from exc
+
+
+def open_run(store: str, run_id: str) -> tuple[RunStore, RunRecord]:
+    """An existing store (nothing is created) and one of its runs by id or unique prefix."""
+    run_store = RunStore(store, create=False)
+    try:
+        return run_store, run_store.get_run(run_id)
+    except RunNotFoundError as exc:
+        run_store.close()
+        fail(f"{exc} ({store})")
+
+
+@click.group(cls=RagmeterGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="ragmeter")
+def main() -> None:
+    """Evaluate retrieval-augmented generation systems."""

@@ -1,0 +1,113 @@
+"""``ragmeter compare``: paired tests between stored runs or run files."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ragmeter.cli.app import console, errors, fail, main, plain_value_errors
+from ragmeter.cli.options import shared
+from ragmeter.errors import EXIT_GATE
+from ragmeter.store.sqlite import RunNotFoundError, RunStore
+
+
+@main.command("compare")
+@click.argument("baseline")
+@click.argument("candidates", nargs=-1, required=True)
+@shared("store")
+@click.option("--metric", "metrics", multiple=True, help="Compare only these metrics.")
+@shared("alpha")
+@shared("margin")
+@click.option(
+    "--fail-on-regression", is_flag=True, help="Exit 4 if a candidate regressed on any metric."
+)
+@click.option("--gate-performance", is_flag=True, help="Also gate latency, cost and error metrics.")
+@click.option("--pareto", is_flag=True, help="Mark runs on the quality/cost/latency frontier.")
+@click.option("--quality", help="Quality axis for --pareto (default: the weighted score).")
+@click.option("--all", "show_all", is_flag=True, help="Also list metrics that did not change.")
+@shared("seed")
+@shared("json")
+def compare_command(
+    baseline: str,
+    candidates: tuple[str, ...],
+    store: str,
+    metrics: tuple[str, ...],
+    alpha: float,
+    margin: float,
+    fail_on_regression: bool,
+    gate_performance: bool,
+    pareto: bool,
+    quality: str | None,
+    show_all: bool,
+    seed: int,
+    as_json: bool,
+) -> None:
+    """Compare CANDIDATE runs with BASELINE case by case (run ids or run JSON files).
+
+    Paired tests on the shared cases: exact McNemar for 0/1 metrics, sign-flip permutation
+    for the others; a regression is significantly worse by at least --margin.
+    """
+    from ragmeter.reports.compare_console import (
+        comparison_table,
+        flips_lines,
+        methods_table,
+        pareto_table,
+    )
+    from ragmeter.reports.pareto import headline_metrics, pareto_document, pareto_points
+    from ragmeter.reports.run_notes import compare_regressions
+    from ragmeter.scoring.compare import RunScores, compare_runs
+
+    run_store = _open_store(store, [baseline, *candidates])
+    try:
+        with plain_value_errors(suffix=f" ({store})"):
+            base = RunScores.load(run_store, baseline)
+            others = [RunScores.load(run_store, c) for c in candidates]
+            comparisons = [
+                compare_runs(
+                    base,
+                    other,
+                    alpha=alpha,
+                    margin=margin,
+                    metrics=list(metrics) or None,
+                    gate_performance=gate_performance,
+                    seed=seed,
+                )
+                for other in others
+            ]
+    except RunNotFoundError as exc:
+        fail(f"{exc} ({store})")
+    finally:
+        run_store.close()
+    records = [base.record, *(other.record for other in others)]
+    points, dropped = pareto_points(records, quality) if pareto else ([], [])
+    if as_json:
+        document: dict[str, Any] = {"comparisons": [c.model_dump(mode="json") for c in comparisons]}
+        if pareto:
+            document["pareto"] = pareto_document(points, quality, dropped)
+        click.echo(json.dumps(document, indent=2))
+    else:
+        for comparison in comparisons:
+            console.print(comparison_table(comparison, show_all))
+            for line in flips_lines(comparison.rows):
+                console.print(f"  {line}", highlight=False, markup=False)
+        if len(records) > 2 or show_all:
+            console.print(methods_table(records, list(metrics) or headline_metrics(records[0])))
+        if pareto:
+            console.print(pareto_table(points, quality or "weighted score", dropped))
+    regressions = compare_regressions(comparisons)
+    for line in regressions:
+        errors.print(line)
+    if fail_on_regression and regressions:
+        sys.exit(EXIT_GATE)
+
+
+def _open_store(store: str, references: list[str]) -> RunStore:
+    """The run store, never created here; run files alone need none (an in-memory one)."""
+    files = all(ref.endswith(".json") or Path(ref).is_file() for ref in references)
+    if files and not Path(store).is_file():
+        return RunStore(":memory:")
+    return RunStore(store, create=False)

@@ -1,0 +1,250 @@
+"""``ragmeter eval`` and ``ragmeter rescore``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.text import Text
+
+from ragmeter.cli.app import console, errors, fail, main, plain_value_errors
+from ragmeter.cli.options import config_overrides, pairs, shared, target_spec, targets_file
+from ragmeter.cli.running import run_with_progress
+from ragmeter.config import (
+    DEFAULT_BREAKDOWNS,
+    DEFAULT_JUDGE_RETRIES,
+    DEFAULT_JUDGE_TIMEOUT_S,
+    EvalConfig,
+    env_var,
+    load_config,
+)
+from ragmeter.errors import EXIT_GATE, StoreError
+from ragmeter.reports.console import print_run
+from ragmeter.reports.terminal import inert
+from ragmeter.store.sqlite import RunNotFoundError, RunStore
+
+
+@main.command("eval")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False), help="YAML config file.")
+@shared("datasets")
+@click.option(
+    "--target",
+    "-t",
+    "target_spec",
+    callback=target_spec,
+    help="'reference', http(s)://HOST:PORT, 'replay:FILE.jsonl' or 'module:function'.",
+)
+@click.option(
+    "--corpus", type=click.Path(file_okay=False), help="Corpus folder for the reference target."
+)
+@click.option("--top-k", type=int, help="Chunks to retrieve per question.")
+@click.option(
+    "--header",
+    "headers",
+    multiple=True,
+    callback=pairs(":"),
+    help="HTTP header 'Name: value' (use ${ENV} for secrets).",
+)
+@shared("field_map")
+@shared("metrics")
+@click.option(
+    "--samples",
+    type=int,
+    envvar=env_var("samples"),
+    show_envvar=True,
+    help="Evaluate a seeded random sample of N cases.",
+)
+@shared("seed")
+@click.option(
+    "--concurrency",
+    type=int,
+    envvar=env_var("concurrency"),
+    show_envvar=True,
+    help="Cases in flight at once.",
+)
+@click.option(
+    "--timeout",
+    "timeout_s",
+    type=float,
+    envvar=env_var("target", "timeout_s"),
+    show_envvar=True,
+    help="Seconds one request to the target may take; a case, retries included, may take "
+    "3x that (case_timeout_s).",
+)
+@shared("name", help="Run name.")
+@shared("store")
+@shared("output_dir")
+@click.option("--resume", help="Finish an interrupted run by its id.")
+@shared("judge")
+@shared("max_judge_cost")
+@click.option("--spot-check", type=int, help="Re-judge N random cases with --second-judge.")
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="With --judge: estimate judge calls, tokens and cost for the dataset, ask nothing.",
+)
+@click.option("--second-judge", help="Judge for the reliability spot check (disagreement, kappa).")
+@click.option(
+    "--judge-timeout",
+    "judge_timeout_s",
+    type=float,
+    envvar=env_var("judge_timeout_s"),
+    show_envvar=True,
+    help=f"Seconds one judge request may take (default {DEFAULT_JUDGE_TIMEOUT_S:g}); a hung "
+    "judge fails that score.",
+)
+@click.option(
+    "--judge-retries",
+    type=int,
+    envvar=env_var("judge_max_retries"),
+    show_envvar=True,
+    help=f"Retries of a failed judge request (default {DEFAULT_JUDGE_RETRIES}: "
+    f"{DEFAULT_JUDGE_RETRIES + 1} tries).",
+)
+@click.option(
+    "--judge-api-key-env",
+    help="Environment variable holding the judge's API key (for http:// judges; default "
+    "RAGMETER_JUDGE_API_KEY when set).",
+)
+@click.option(
+    "--no-health-check",
+    is_flag=True,
+    help="Do not GET /health before the run (for servers without a health endpoint).",
+)
+@click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
+@click.option(
+    "--breakdown",
+    "breakdowns",
+    multiple=True,
+    help="Break the scorecard down by a case field or metadata.FIELD (repeatable; "
+    f"default: {', '.join(DEFAULT_BREAKDOWNS)}).",
+)
+@click.option(
+    "--targets",
+    "targets_file",
+    type=click.Path(dir_okay=False),
+    callback=targets_file,
+    help="YAML targets ({metric: '> 0.6'} or a list); replaces the default table.",
+)
+@click.option("--gate", is_flag=True, help="Exit 4 when a target fails (after storing the run).")
+@click.option(
+    "--baseline",
+    help="Run id or run JSON file: check the new run for regressions against it (exit 4).",
+)
+@shared("margin")
+@shared("alpha")
+@click.pass_context
+def eval_command(ctx: click.Context, /, **params: Any) -> None:
+    """Ask every case, score, store the run and print the scorecard.
+
+    With no options: the bundled demo dataset against the built-in reference pipeline, offline.
+    """
+    config = load_config(params["config_file"], config_overrides(ctx))
+    if params["dry_run"]:
+        _judge_estimate(config)
+        return
+    gate, baseline = params["gate"], params["baseline"]
+    if gate and config.targets is not None and not config.targets:
+        fail("--gate with an empty targets table checks nothing; name at least one target")
+    if baseline and not Path(baseline).is_file():
+        _check_baseline_is_stored(config.store, baseline)  # before any question is asked
+    with plain_value_errors():  # weights and objectives are checked before the first question
+        record = run_with_progress(config, params["resume"])
+    failed = False
+    if baseline:
+        failed = _regressed(config, baseline, record.id, params["margin"], params["alpha"])
+    if gate:
+        from ragmeter.reports.run_notes import gate_report
+
+        gate_failed, lines = gate_report(record)
+        for line in lines:
+            errors.print(line)
+        failed = gate_failed or failed
+    if failed:
+        sys.exit(EXIT_GATE)
+
+
+def _check_baseline_is_stored(store: str, baseline: str) -> None:
+    try:
+        run_store = RunStore(store, create=False)
+    except StoreError as exc:
+        fail(f"--baseline {baseline}: {exc}")
+    try:
+        run_store.get_run(baseline)
+    except RunNotFoundError as exc:
+        fail(f"--baseline: {exc} ({store}); give a run id or a run JSON file")
+    finally:
+        run_store.close()
+
+
+def _regressed(config: EvalConfig, baseline: str, run_id: str, margin: float, alpha: float) -> bool:
+    """Compare the new run with the baseline, print it; True if a metric regressed."""
+    from ragmeter.reports.compare_console import comparison_table
+    from ragmeter.reports.run_notes import baseline_regressions
+    from ragmeter.scoring.compare import RunScores, compare_runs
+
+    run_store = RunStore(config.store)
+    try:
+        with plain_value_errors(prefix=f"baseline {baseline!r}: "):
+            base = RunScores.load(run_store, baseline)
+            cand = RunScores.from_store(run_store, run_id)
+            comparison = compare_runs(base, cand, alpha=alpha, margin=margin, seed=config.seed)
+    except RunNotFoundError as exc:
+        fail(f"baseline {baseline!r}: {exc}")
+    finally:
+        run_store.close()
+    console.print(comparison_table(comparison))
+    line = baseline_regressions(comparison)
+    if line is not None:
+        errors.print(line)
+    return line is not None
+
+
+def _judge_estimate(config: EvalConfig) -> None:
+    """Print the judging cost of a run before anything is asked or judged."""
+    from ragmeter.datasets import load_datasets
+    from ragmeter.judges.estimate import estimate_judging
+    from ragmeter.reports.run_notes import dry_run_line
+    from ragmeter.runner.engine import sample_cases
+
+    if not config.judge:
+        fail("--dry-run estimates judging: name a --judge")
+    cases = sample_cases(
+        load_datasets(config.datasets, config.field_map or None), config.samples, config.seed
+    )
+    estimate = estimate_judging(
+        [(case, None) for case in cases], config.judge, prices=config.price_table()
+    )
+    console.print(dry_run_line(config.judge, len(cases), estimate))
+
+
+@main.command("rescore")
+@click.argument("run_id")
+@shared("store")
+@shared("judge")
+@shared("max_judge_cost")
+@shared("metrics", help="Comma-separated metric families (default: the run's own).")
+@shared("output_dir", help="Folder for the new run file (default: the run's own).")
+@shared("name")
+@click.pass_context
+def rescore_command(
+    ctx: click.Context, /, run_id: str, store: str, output_dir: str | None, **_: Any
+) -> None:
+    """Score a stored run again without calling the system under test.
+
+    The stored responses are scored with the run's config, changed by the options given (for
+    example another judge); the result is a new run, so `ragmeter compare OLD NEW` works.
+    """
+    from ragmeter.runner.rescore import rescore
+
+    changes = config_overrides(ctx, only={"judge", "max_judge_cost", "metrics", "name"})
+    outcome = rescore(store, run_id, changes, output_dir)
+    print_run(outcome.record, console)
+    console.print(
+        Text(
+            f"rescored {inert(run_id, markup=False)} as {outcome.record.id} · run file "
+            f"{outcome.run_file}"
+        )
+    )

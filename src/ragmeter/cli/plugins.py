@@ -1,0 +1,41 @@
+"""``ragmeter plugins`` and ``ragmeter metrics``: what the registry holds."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from ragmeter.cli.app import console, main
+from ragmeter.cli.options import shared
+
+
+@main.command("plugins")
+@shared("json")
+def plugins_command(as_json: bool) -> None:
+    """List what the registry holds, kind by kind (metric families, targets, judges, ...), with
+    each entry's origin; metric families with each metric's group and kind."""
+    from ragmeter.registry import registry
+    from ragmeter.reports.plugins import plugin_listing, plugins_tables
+
+    listing = plugin_listing(registry)
+    if as_json:
+        click.echo(json.dumps(listing, indent=2))
+        return
+    for table in plugins_tables(listing):
+        console.print(table)
+
+
+@main.command("metrics")
+def metrics_command() -> None:
+    """List the metric families and the metrics each produces (group, kind, inputs)."""
+    from ragmeter.metrics.base import MetricSettings
+    from ragmeter.registry import registry
+    from ragmeter.reports.console import metrics_table
+
+    rows = [
+        (family, metric)
+        for family in registry.names("metrics")
+        for metric in registry.get("metrics", family)(MetricSettings())
+    ]
+    console.print(metrics_table(rows))

@@ -1,0 +1,98 @@
+"""Driving one run from the command line: the progress bar, Ctrl-C and SIGTERM."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from typing import NoReturn
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.text import Text
+
+from ragmeter.cli.app import console, errors
+from ragmeter.config import EvalConfig
+from ragmeter.errors import EXIT_INTERRUPTED, EXIT_TERMINATED
+from ragmeter.models import RunRecord
+from ragmeter.reports.console import print_run
+from ragmeter.store.sqlite import RunStore
+
+
+def run_with_progress(config: EvalConfig, resume: str | None) -> RunRecord:
+    """Ask, score and store one run (or finish ``resume``), print its scorecard."""
+    from ragmeter.runner.engine import RunInterruptedError, RunOutcome, run_evaluation_async
+
+    progress = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        disable=not config.progress,
+        transient=False,
+    )
+    task_id = progress.add_task("asking", total=None)
+    started: list[RunRecord] = []
+    received: list[int] = []
+
+    def on_start(record: RunRecord, pending: int) -> None:
+        started.append(record)
+        progress.update(task_id, description=f"run {record.id}", total=pending)
+
+    def on_progress(done: int, total: int) -> None:
+        progress.update(task_id, completed=done)
+
+    async def drive() -> RunOutcome:
+        _stop_on_signals(asyncio.get_running_loop(), received, started, config.store)
+        return await run_evaluation_async(
+            config, resume=resume, on_start=on_start, on_progress=on_progress
+        )
+
+    try:
+        with progress:
+            outcome = asyncio.run(drive())
+    except RunInterruptedError as exc:
+        progress.stop()
+        signum = received[0] if received else signal.SIGINT
+        errors.print(Text(str(exc), style="yellow"), highlight=False, soft_wrap=True)
+        _exit_now(EXIT_TERMINATED if signum == signal.SIGTERM else EXIT_INTERRUPTED)
+    print_run(outcome.record, console)
+    console.print(Text(f"stored in {config.store} · run file {outcome.run_file}"), highlight=False)
+    return outcome.record
+
+
+def _stop_on_signals(
+    loop: asyncio.AbstractEventLoop, received: list[int], started: list[RunRecord], store: str
+) -> None:
+    """SIGINT and SIGTERM cancel the run: the engine stores what is done, marks the run
+    interrupted and says how to resume. A second signal stops at once, run still marked."""
+    task = asyncio.current_task()
+
+    def stop(signum: int) -> None:
+        received.append(signum)
+        if len(received) == 1 and task is not None:
+            task.cancel()
+            return
+        if started:
+            run_store = RunStore(store)
+            try:
+                run_store.mark_interrupted(started[0].id)
+            finally:
+                run_store.close()
+            errors.print(
+                Text(f"stopped; finish it with: ragmeter eval --resume {started[0].id}"),
+                style="yellow",
+            )
+        _exit_now(EXIT_TERMINATED if signum == signal.SIGTERM else EXIT_INTERRUPTED)
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop, signum)
+
+
+def _exit_now(code: int) -> NoReturn:
+    """Exit without waiting for worker threads (a judge call in flight): everything the run
+    finished is already committed to the store."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

@@ -1,0 +1,73 @@
+"""``ragmeter plugins``: what the registry holds, kind by kind, and each metric family's
+metrics with their group and kind. Names can come from third-party plugins: shown inert."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.table import Table
+from rich.text import Text
+
+from ragmeter.errors import RagmeterError
+from ragmeter.registry import KINDS, Registry
+from ragmeter.reports.terminal import inert, inert_text
+
+
+def _family(registry: Registry, name: str) -> dict[str, Any]:
+    from ragmeter.metrics.base import MetricSettings
+
+    entry: dict[str, Any] = {"name": name, "origin": registry.origin("metrics", name)}
+    try:
+        metrics = registry.get("metrics", name)(MetricSettings())
+    except RagmeterError as exc:  # a plugin that cannot be loaded or declares a bad metric
+        entry["problem"] = str(exc)
+        return entry
+    entry["metrics"] = [{"name": m.name, "group": m.group, "kind": m.kind} for m in metrics]
+    return entry
+
+
+def plugin_listing(registry: Registry) -> dict[str, list[dict[str, Any]]]:
+    """Every kind the registry has, each entry's name and origin (``built-in`` or the plugin's
+    distribution); metric families also list their metrics, or the problem loading them."""
+    listing: dict[str, list[dict[str, Any]]] = {}
+    for kind in KINDS:
+        if kind == "metrics":
+            listing[kind] = [_family(registry, name) for name in registry.names(kind)]
+        else:
+            listing[kind] = [
+                {"name": name, "origin": registry.origin(kind, name)}
+                for name in registry.names(kind)
+            ]
+    return listing
+
+
+def plugins_tables(listing: dict[str, list[dict[str, Any]]]) -> list[Table]:
+    """One table a kind; metric families get a row a metric (name, group, kind)."""
+    tables = []
+    for kind, entries in listing.items():
+        table = Table(title=inert(kind), title_justify="left")
+        table.add_column("name", no_wrap=True)
+        table.add_column("origin", overflow="fold")
+        if kind == "metrics":
+            for column in ("metric", "group", "kind"):
+                table.add_column(column, no_wrap=True)
+        for entry in entries:
+            cells: list[Text | str] = [inert_text(entry["name"]), inert_text(entry["origin"])]
+            if kind != "metrics":
+                table.add_row(*cells)
+                continue
+            if "problem" in entry:
+                problem = f"{entry['origin']}; cannot load: {entry['problem']}"
+                table.add_row(cells[0], inert_text(problem, style="red"), "-", "-", "-")
+                continue
+            for index, metric in enumerate(entry["metrics"]):
+                shown = cells if index == 0 else ["", ""]
+                table.add_row(
+                    *shown,
+                    inert_text(metric["name"]),
+                    inert_text(metric["group"]),
+                    inert_text(metric["kind"]),
+                    end_section=index == len(entry["metrics"]) - 1,
+                )
+        tables.append(table)
+    return tables

@@ -1,0 +1,246 @@
+"""The command line honours every RAGMETER_* variable it declares, in every command that has the
+option: a run stored with ``RAGMETER_STORE`` is found by ``runs``, ``show``, ``export``,
+``compare``, ``stats`` and ``rescore``, and nothing is written to ``./.ragmeter``."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+import pytest
+from click.core import ParameterSource
+from click.testing import CliRunner, Result
+
+from ragmeter.cli.main import main
+from ragmeter.config import ENV_FIELDS, case_timeout_for, load_config
+
+FAST = ["--no-progress", "--metrics", "retrieval,lexical"]
+
+
+def run(*args: str, env: dict[str, str] | None = None) -> Result:
+    result = CliRunner().invoke(main, list(args), env=env)
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
+    return result
+
+
+def option_env_vars() -> dict[tuple[str, str], click.Option]:
+    """(command path, parameter name) -> option, for every option with an env variable."""
+    found: dict[tuple[str, str], click.Option] = {}
+
+    def walk(group: click.Group, prefix: str) -> None:
+        for name, command in group.commands.items():
+            if isinstance(command, click.Group):
+                walk(command, f"{prefix}{name} ")
+            for param in command.params:
+                if isinstance(param, click.Option) and param.envvar:
+                    found[(f"{prefix}{name}", str(param.name))] = param
+
+    walk(main, "")
+    return found
+
+
+def cli_env_vars() -> set[str]:
+    return {str(option.envvar) for option in option_env_vars().values()}
+
+
+@pytest.fixture
+def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    for variable in cli_env_vars() | set(ENV_FIELDS):
+        monkeypatch.delenv(variable, raising=False)
+    return tmp_path
+
+
+def stored_run(store: Path, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """The newest run of ``store`` as ``show --json`` prints it."""
+    listed = run("runs", "--store", str(store), env=env)
+    run_id = listed.output.split("│")[1].strip()
+    shown = run("show", run_id, "--json", "--store", str(store), env=env)
+    document: dict[str, Any] = json.loads(shown.output)
+    return document
+
+
+def test_ragmeter_store_is_honoured_by_every_command(in_tmp: Path) -> None:
+    store = in_tmp / "tmp" / "x.db"
+    env = {"RAGMETER_STORE": "tmp/x.db"}
+    first = run("eval", *FAST, env=env)
+    assert first.exit_code == 0, first.output
+    assert store.is_file()
+    [run_file] = (in_tmp / "tmp" / "runs").glob("*.json")  # run files follow the store
+    run_id = run_file.name.split("_")[0]
+
+    listed = run("runs", env=env)
+    assert listed.exit_code == 0 and run_id in listed.output, listed.output
+    shown = run("show", run_id, "--json", env=env)
+    assert shown.exit_code == 0 and json.loads(shown.output)["id"] == run_id
+    assert run("show", run_id[:6], env=env).exit_code == 0
+    exported = run("export", run_id, "-o", "out/responses.jsonl", env=env)
+    assert exported.exit_code == 0, exported.output
+    assert len((in_tmp / "out" / "responses.jsonl").read_text().splitlines()) == 69
+    stats = run("stats", run_id, "--json", env=env)
+    assert stats.exit_code == 0 and json.loads(stats.output)["run"], stats.output
+    rescored = run("rescore", run_id, "--name", "again", env=env)
+    assert rescored.exit_code == 0, rescored.output
+    again = next(line for line in run("runs", env=env).output.splitlines() if "again" in line)
+    second_id = again.split("│")[1].strip()
+    compared = run("compare", run_id, second_id, "--json", env=env)
+    assert compared.exit_code == 0, compared.output
+    assert json.loads(compared.output)["comparisons"][0]["baseline"] == run_id
+    assert len(list((in_tmp / "tmp" / "runs").glob("*.json"))) == 2
+
+    # the console script, not only the group object
+    script = subprocess.run(
+        [sys.executable, "-m", "ragmeter", "runs"],
+        cwd=in_tmp,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert script.returncode == 0 and run_id in script.stdout, script.stderr
+    assert not (in_tmp / ".ragmeter").exists()
+
+
+def test_a_missing_store_is_not_created_by_reading_commands(in_tmp: Path) -> None:
+    env = {"RAGMETER_STORE": "nowhere/runs.db"}
+    for args in (["runs"], ["show", "abc"], ["export", "abc", "-o", "x.jsonl"], ["stats", "abc"]):
+        result = run(*args, env=env)
+        assert result.exit_code == 2, (args, result.output)
+        assert "no run store at nowhere/runs.db" in result.output
+    assert run("compare", "a", "b", env=env).exit_code == 2
+    assert not (in_tmp / "nowhere").exists() and not (in_tmp / ".ragmeter").exists()
+
+
+def test_run_settings_from_the_environment(in_tmp: Path) -> None:
+    """The eval options' variables reach the stored config; a flag still wins over them."""
+    env = {
+        "RAGMETER_STORE": "s.db",
+        "RAGMETER_OUTPUT_DIR": "out",
+        "RAGMETER_SEED": "7",
+        "RAGMETER_SAMPLES": "12",
+        "RAGMETER_CONCURRENCY": "3",
+        "RAGMETER_TARGET_TIMEOUT_S": "4",
+        "RAGMETER_JUDGE_TIMEOUT_S": "9",
+        "RAGMETER_JUDGE_MAX_RETRIES": "0",
+        "RAGMETER_JUDGE_MAX_COST": "0.5",
+    }
+    result = run("eval", *FAST, "--concurrency", "2", env=env)
+    assert result.exit_code == 0, result.output
+    assert len(list((in_tmp / "out").glob("*.json"))) == 1
+    document = stored_run(in_tmp / "s.db")
+    config = document["config"]
+    assert document["question_count"] == 12
+    assert (config["seed"], config["samples"], config["concurrency"]) == (7, 12, 2)
+    assert config["target"]["timeout_s"] == 4.0
+    assert config["case_timeout_s"] == case_timeout_for(4.0) == 12.0
+    assert (config["judge_timeout_s"], config["judge_max_retries"]) == (9.0, 0)
+    assert config["max_judge_cost"] == 0.5
+    assert config["output_dir"] == "out"
+
+    rescored = run("rescore", document["id"], env={**env, "RAGMETER_OUTPUT_DIR": "again"})
+    assert rescored.exit_code == 0, rescored.output
+    assert len(list((in_tmp / "again").glob("*.json"))) == 1
+    assert not (in_tmp / ".ragmeter").exists()
+
+
+def test_case_timeout_from_the_environment_and_yaml(in_tmp: Path) -> None:
+    (in_tmp / "c.yaml").write_text("target: {timeout_s: 2}\n", encoding="utf-8")
+    env = {"RAGMETER_STORE": "s.db", "RAGMETER_CASE_TIMEOUT_S": "11"}
+    result = run("eval", *FAST, "--samples", "3", "--config", "c.yaml", env=env)
+    assert result.exit_code == 0, result.output
+    config = stored_run(in_tmp / "s.db")["config"]
+    assert (config["target"]["timeout_s"], config["case_timeout_s"]) == (2.0, 11.0)
+    assert load_config("c.yaml", environ={}).case_timeout_s == case_timeout_for(2.0)
+    assert load_config(None, environ={}).case_timeout_s == 60.0  # nothing given: the default
+
+
+def test_judge_from_the_environment(in_tmp: Path) -> None:
+    env = {"RAGMETER_JUDGE": "openai:gpt-4o-mini", "RAGMETER_STORE": "s.db"}
+    result = run("eval", "--dry-run", "--samples", "5", env=env)
+    assert result.exit_code == 0, result.output
+    assert "dry run, judge openai:gpt-4o-mini: 5 cases" in result.output
+    assert not (in_tmp / "s.db").exists()
+
+
+def test_alpha_and_margin_from_the_environment(in_tmp: Path) -> None:
+    env = {"RAGMETER_STORE": "s.db"}
+    assert run("eval", *FAST, "--samples", "10", env=env).exit_code == 0
+    assert run("eval", *FAST, "--samples", "10", "--top-k", "1", env=env).exit_code == 0
+    ids = [line.split("│")[1].strip() for line in run("runs", env=env).output.splitlines()[3:-1]]
+    tuned = {**env, "RAGMETER_ALPHA": "0.2", "RAGMETER_MARGIN": "0.3"}
+    compared = json.loads(run("compare", ids[1], ids[0], "--json", env=tuned).output)
+    assert (compared["comparisons"][0]["alpha"], compared["comparisons"][0]["margin"]) == (0.2, 0.3)
+    flagged = json.loads(run("compare", *ids[::-1], "--json", "--alpha", "0.1", env=tuned).output)
+    assert flagged["comparisons"][0]["alpha"] == 0.1
+    bad = run("compare", *ids, env={**env, "RAGMETER_ALPHA": "2"})
+    assert bad.exit_code == 2 and "between 0 and 1" in bad.output
+
+
+ARGUMENTS = {"rescore": ["r"], "show": ["r"], "export": ["r", "-o", "f"], "compare": ["a", "b"]}
+SAMPLES = {int: ("7", 7), float: ("0.25", 0.25)}
+
+
+@pytest.mark.parametrize(
+    "command,name", sorted(option_env_vars()), ids=lambda v: v if isinstance(v, str) else ""
+)
+def test_every_declared_variable_reaches_its_option(
+    command: str, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    option = option_env_vars()[(command, name)]
+    kind = {click.INT: int, click.FLOAT: float}.get(option.type, str)
+    text, value = SAMPLES.get(kind, ("env-value", "env-value"))
+    monkeypatch.setenv(str(option.envvar), text)
+    target = main.commands[command]
+    with target.make_context(command, list(ARGUMENTS.get(command, []))) as ctx:
+        assert ctx.params[name] == value
+        assert ctx.get_parameter_source(name) is ParameterSource.ENVIRONMENT
+
+
+def test_every_option_variable_is_tested_or_a_config_variable() -> None:
+    """A new RAGMETER_* option needs a behaviour test above, or to be a config variable that
+    load_config reads (tested in test_config_variables_reach_the_config)."""
+    behaviour_tested = {
+        "RAGMETER_STORE",
+        "RAGMETER_OUTPUT_DIR",
+        "RAGMETER_SEED",
+        "RAGMETER_SAMPLES",
+        "RAGMETER_CONCURRENCY",
+        "RAGMETER_TARGET_TIMEOUT_S",
+        "RAGMETER_JUDGE",
+        "RAGMETER_JUDGE_TIMEOUT_S",
+        "RAGMETER_JUDGE_MAX_RETRIES",
+        "RAGMETER_JUDGE_MAX_COST",
+        "RAGMETER_ALPHA",
+        "RAGMETER_MARGIN",
+        "RAGMETER_CASE_TIMEOUT_S",
+    }
+    assert cli_env_vars() <= behaviour_tested
+    assert set(ENV_FIELDS) - behaviour_tested == {"RAGMETER_TARGET_URL"}
+
+
+def test_config_variables_reach_the_config() -> None:
+    values = {
+        "RAGMETER_STORE": ("s.db", "s.db"),
+        "RAGMETER_OUTPUT_DIR": ("o", "o"),
+        "RAGMETER_CONCURRENCY": ("3", 3),
+        "RAGMETER_CASE_TIMEOUT_S": ("5", 5.0),
+        "RAGMETER_SEED": ("4", 4),
+        "RAGMETER_SAMPLES": ("6", 6),
+        "RAGMETER_TARGET_URL": ("http://127.0.0.1:9", "http://127.0.0.1:9"),
+        "RAGMETER_TARGET_TIMEOUT_S": ("8", 8.0),
+        "RAGMETER_JUDGE": ("openai:m", "openai:m"),
+        "RAGMETER_JUDGE_MAX_COST": ("1.5", 1.5),
+        "RAGMETER_JUDGE_TIMEOUT_S": ("2", 2.0),
+        "RAGMETER_JUDGE_MAX_RETRIES": ("3", 3),
+    }
+    assert set(values) == set(ENV_FIELDS)
+    for variable, (text, expected) in values.items():
+        config = load_config(None, environ={variable: text}).model_dump()
+        for key in ENV_FIELDS[variable]:
+            config = config[key]
+        assert config == expected, variable
