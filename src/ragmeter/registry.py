@@ -111,8 +111,7 @@ def _entry(value: str | tuple[str, str]) -> Entry:
 class Registry:
     def __init__(self) -> None:
         self._entries: dict[Kind, dict[str, Entry]] = {
-            kind: {name: _entry(value) for name, value in _BUILTINS[kind].items()}
-            for kind in KINDS
+            kind: {name: _entry(value) for name, value in _BUILTINS[kind].items()} for kind in KINDS
         }
         self._plugins_loaded = False
 

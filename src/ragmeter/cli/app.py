@@ -17,7 +17,7 @@ import click
 from rich.text import Text
 
 from ragmeter import __version__
-from ragmeter.errors import EXIT_BAD_INPUT, EXIT_TARGET_DOWN, InputError, RagmeterError
+from ragmeter.errors import EXIT_BAD_INPUT, InputError, RagmeterError
 from ragmeter.models import RunRecord
 from ragmeter.redaction import redact_text
 from ragmeter.reports.terminal import inert, make_console
@@ -26,17 +26,6 @@ from ragmeter.targets import TargetError
 
 console = make_console()
 errors = make_console(stderr=True)
-
-
-def _other_user_errors() -> tuple[type[Exception], ...]:
-    """The project's user-error classes that are not (yet) RagmeterError subclasses (exit code
-    2). Imported when an error is being handled, not at start-up (they pull in numpy)."""
-    from ragmeter.datasets.jsonl import JsonLineError
-    from ragmeter.metrics.ir import MeasureError
-    from ragmeter.scoring.breakdowns import BreakdownFieldError
-    from ragmeter.scoring.targets import TargetSpecError
-
-    return RunNotFoundError, TargetSpecError, BreakdownFieldError, MeasureError, JsonLineError
 
 
 def fail(message: object, code: int = EXIT_BAD_INPUT, label: str = "error") -> NoReturn:
@@ -53,30 +42,18 @@ class RagmeterGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except TargetError as exc:
+            fail(f"target not ready ({exc.error_type}): {exc.message}", exc.exit_code)
         except RagmeterError as exc:
             fail(exc, exc.exit_code)
-        except TargetError as exc:
-            fail(f"target not ready ({exc.error_type}): {exc.message}", EXIT_TARGET_DOWN)
-        except Exception as exc:
-            if type(exc).__module__.startswith("ragmeter.") and isinstance(
-                exc, _other_user_errors()
-            ):
-                fail(exc)
-            raise
 
 
 @contextmanager
-def plain_value_errors(prefix: str = "", suffix: str = "") -> Iterator[None]:
-    """Around the library calls that still raise a plain ``ValueError`` for a user's mistake
-    (and only those): it becomes an :class:`InputError`. The calls: ``parse_target_spec``
-    (targets/base.py), ``RunScores.load`` of a run file and ``compare_runs(metrics=...)``
-    (scoring/compare.py), the weights check the engine runs before the first question
-    (scoring/weighted.py). Delete this once they raise InputError themselves."""
+def error_context(prefix: str = "", suffix: str = "") -> Iterator[None]:
+    """Say where a bad-input error came from (``--target: ...``, ``... (STORE)``)."""
     try:
         yield
-    except RagmeterError:
-        raise
-    except ValueError as exc:  # the calls listed above; anything else is not wrapped
+    except InputError as exc:
         raise InputError(f"{prefix}{exc}{suffix}") from exc
 
 

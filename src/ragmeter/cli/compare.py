@@ -9,10 +9,10 @@ from typing import Any
 
 import click
 
-from ragmeter.cli.app import console, errors, fail, main, plain_value_errors
+from ragmeter.cli.app import console, error_context, errors, main
 from ragmeter.cli.options import shared
 from ragmeter.errors import EXIT_GATE
-from ragmeter.store.sqlite import RunNotFoundError, RunStore
+from ragmeter.store.sqlite import RunStore
 
 
 @main.command("compare")
@@ -63,7 +63,7 @@ def compare_command(
 
     run_store = _open_store(store, [baseline, *candidates])
     try:
-        with plain_value_errors(suffix=f" ({store})"):
+        with error_context(suffix=f" ({store})"):
             base = RunScores.load(run_store, baseline)
             others = [RunScores.load(run_store, c) for c in candidates]
             comparisons = [
@@ -78,8 +78,6 @@ def compare_command(
                 )
                 for other in others
             ]
-    except RunNotFoundError as exc:
-        fail(f"{exc} ({store})")
     finally:
         run_store.close()
     records = [base.record, *(other.record for other in others)]

@@ -9,7 +9,7 @@ from typing import Any
 import click
 from rich.text import Text
 
-from ragmeter.cli.app import console, errors, fail, main, plain_value_errors
+from ragmeter.cli.app import console, error_context, errors, fail, main
 from ragmeter.cli.options import config_overrides, pairs, shared, target_spec, targets_file
 from ragmeter.cli.running import run_with_progress
 from ragmeter.config import (
@@ -150,8 +150,7 @@ def eval_command(ctx: click.Context, /, **params: Any) -> None:
         fail("--gate with an empty targets table checks nothing; name at least one target")
     if baseline and not Path(baseline).is_file():
         _check_baseline_is_stored(config.store, baseline)  # before any question is asked
-    with plain_value_errors():  # weights and objectives are checked before the first question
-        record = run_with_progress(config, params["resume"])
+    record = run_with_progress(config, params["resume"])
     failed = False
     if baseline:
         failed = _regressed(config, baseline, record.id, params["margin"], params["alpha"])
@@ -187,12 +186,10 @@ def _regressed(config: EvalConfig, baseline: str, run_id: str, margin: float, al
 
     run_store = RunStore(config.store)
     try:
-        with plain_value_errors(prefix=f"baseline {baseline!r}: "):
+        with error_context(prefix=f"baseline {baseline!r}: "):
             base = RunScores.load(run_store, baseline)
             cand = RunScores.from_store(run_store, run_id)
             comparison = compare_runs(base, cand, alpha=alpha, margin=margin, seed=config.seed)
-    except RunNotFoundError as exc:
-        fail(f"baseline {baseline!r}: {exc}")
     finally:
         run_store.close()
     console.print(comparison_table(comparison))

@@ -67,12 +67,12 @@ def comma_list(ctx: click.Context, param: click.Parameter, value: str | None) ->
 
 def target_spec(ctx: click.Context, param: click.Parameter, spec: str | None) -> dict[str, Any]:
     """A click callback: ``--target SPEC`` as the target config's fields."""
-    from ragmeter.cli.app import plain_value_errors
+    from ragmeter.cli.app import error_context
     from ragmeter.targets import parse_target_spec
 
     if not spec:
         return {}
-    with plain_value_errors(prefix="--target: "):
+    with error_context(prefix="--target: "):
         return parse_target_spec(spec)
 
 

@@ -17,6 +17,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, Field
 
+from ragmeter.errors import InputError
 from ragmeter.models import MetricSummary, RunRecord
 from ragmeter.runfile import RunFile
 from ragmeter.scoring.stats import (
@@ -183,7 +184,7 @@ def compare_runs(
     if metrics:
         unknown = [m for m in metrics if m not in common]
         if unknown:
-            raise ValueError(
+            raise InputError(
                 f"metrics {unknown} are not in both runs; common metrics: {', '.join(common)}"
             )
         common = [name for name in common if name in metrics]

@@ -19,6 +19,7 @@ over the objectives that have a value; the others are listed as missing.
 
 from __future__ import annotations
 
+from ragmeter.errors import InputError
 from ragmeter.models import MetricSummary, ObjectiveScore, Scorecard, WeightedScore
 
 DEFAULT_WEIGHTS: dict[str, float] = {
@@ -78,7 +79,7 @@ def _feeds(
             if name and kind == "group":
                 names += [n for n in scorecard.by_group.get(name, []) if n not in explicit]
             elif name:
-                raise ValueError(
+                raise InputError(
                     f"objective {objective!r}: feed {feed!r} must be 'group:NAME' or a metric name"
                 )
             else:
@@ -99,11 +100,11 @@ def weighted_score(
     objectives = {**DEFAULT_OBJECTIVES, **(objectives or {})}
     unfed = [name for name in weights if name not in objectives]
     if unfed:
-        raise ValueError(
+        raise InputError(
             f"weights name objectives with no feeds: {unfed}; add them under 'objectives'"
         )
     if any(weight < 0 for weight in weights.values()):
-        raise ValueError(f"objective weights must be >= 0, got {weights}")
+        raise InputError(f"objective weights must be >= 0, got {weights}")
     feeds = _feeds({name: objectives[name] for name in weights}, scorecard)
     values: dict[str, float | None] = {}
     detail: list[ObjectiveScore] = []

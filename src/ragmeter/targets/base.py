@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
-from ragmeter.errors import EXIT_TARGET_DOWN, RagmeterError
+from ragmeter.errors import EXIT_TARGET_DOWN, InputError, RagmeterError
 from ragmeter.models import Case, Response
 
 
@@ -46,7 +46,7 @@ def parse_target_spec(spec: str) -> dict[str, Any]:
     callable_spec = spec.removeprefix("python:")
     if ":" in callable_spec:
         return {"kind": "python", "callable": callable_spec}
-    raise ValueError(
+    raise InputError(
         f"cannot read target {spec!r}: use 'reference', an http(s):// URL, 'replay:FILE.jsonl' "
         "or 'module:function'"
     )
