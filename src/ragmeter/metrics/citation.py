@@ -204,7 +204,7 @@ def citation_metrics(settings: MetricSettings) -> list[Metric]:
             _form,
             ("citations",),
             description="share of citations whose id is among the retrieved chunks",
-            kind="binary",
+            kind="proportion",
         ),
         Metric(
             "citation_validity_content",
@@ -213,7 +213,7 @@ def citation_metrics(settings: MetricSettings) -> list[Metric]:
             ("citations", "retrieved"),
             description="share of citations whose chunk holds most content words of an "
             "answer sentence (or of the citation's quote)",
-            kind="binary",
+            kind="proportion",
         ),
         Metric(
             "citation_precision",

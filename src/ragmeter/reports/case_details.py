@@ -207,6 +207,8 @@ def _directions(scorecard: Scorecard | None, names: set[str]) -> dict[str, Metri
                             value=None,
                             higher_is_better=metric.higher_is_better,
                             unit=metric.unit,
+                            kind=metric.kind,
+                            scale=metric.scale,
                             n_scored=0,
                             n_skipped=0,
                             n_failed=0,
@@ -222,10 +224,11 @@ def is_low(score: Score, summary: MetricSummary | None, below: float = LOW_BELOW
     lower-is-better count (unsupported claims). Latency and cost are never low."""
     if score.status != "ok" or score.value is None or summary is None:
         return False
-    if summary.unit in (None, "0-5"):
-        share = score.value / (5.0 if summary.unit == "0-5" else 1.0)
+    kind, scale = summary.value_kind(), summary.value_scale()
+    if kind in ("binary", "proportion", "score") and scale is not None:
+        share = (score.value - scale[0]) / (scale[1] - scale[0])
         return share < below if summary.higher_is_better else share > 1.0 - below
-    if summary.unit in ("ms", "USD") or summary.higher_is_better:
+    if kind != "count" or summary.higher_is_better:
         return False
     return score.value > 0
 

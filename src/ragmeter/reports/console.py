@@ -71,12 +71,17 @@ class Fit:
 
 
 def format_value(summary: MetricSummary, value: float | None) -> str:
+    """A value as its declared kind reads: ms for a duration, dollars for a cost, a mean count
+    with its unit, else three decimals."""
     if value is None:
         return "-"
-    if summary.unit == "ms":
+    kind = summary.value_kind()
+    if kind == "duration":
         return f"{value:.1f} ms"
-    if summary.unit == "USD":
+    if kind == "cost":
         return f"${value:.5f}"
+    if kind == "count":
+        return f"{value:.2f}" + (f" {summary.unit}" if summary.unit else "")
     text = f"{value:.3f}"
     return "0.000" if text == "-0.000" else text  # float noise below zero
 
@@ -99,9 +104,10 @@ def _value_and_interval(summary: MetricSummary) -> str:
     if summary.ci_low is None or summary.ci_high is None:
         return value
     low, high = summary.ci_low, summary.ci_high
-    if summary.unit == "ms":
+    kind = summary.value_kind()
+    if kind == "duration":
         interval = f"{low:.1f}-{high:.1f} ms"
-    elif summary.unit == "USD":
+    elif kind == "cost":
         interval = f"${low:.5f}-{high:.5f}"
     else:
         interval = _interval(summary)
@@ -147,8 +153,10 @@ def scorecard_table(record: RunRecord) -> Fit:
 
 
 def _interval(summary: MetricSummary) -> str:
-    if summary.ci_low is None:
+    if summary.ci_low is None or summary.ci_high is None:
         return "-"
+    if summary.value_kind() == "count":  # the unit is shown once, with the value
+        return f"{summary.ci_low:.2f}-{summary.ci_high:.2f}"
     return f"{format_value(summary, summary.ci_low)}-{format_value(summary, summary.ci_high)}"
 
 
