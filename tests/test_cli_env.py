@@ -218,6 +218,7 @@ def test_every_option_variable_is_tested_or_a_config_variable() -> None:
         "RAGMETER_ALPHA",
         "RAGMETER_MARGIN",
         "RAGMETER_CASE_TIMEOUT_S",
+        "RAGMETER_JUDGE_TASKS",
     }
     assert cli_env_vars() <= behaviour_tested
     assert set(ENV_FIELDS) - behaviour_tested == {"RAGMETER_TARGET_URL"}
@@ -237,6 +238,7 @@ def test_config_variables_reach_the_config() -> None:
         "RAGMETER_JUDGE_MAX_COST": ("1.5", 1.5),
         "RAGMETER_JUDGE_TIMEOUT_S": ("2", 2.0),
         "RAGMETER_JUDGE_MAX_RETRIES": ("3", 3),
+        "RAGMETER_JUDGE_TASKS": ("correctness, groundedness", ["correctness", "groundedness"]),
     }
     assert set(values) == set(ENV_FIELDS)
     for variable, (text, expected) in values.items():
@@ -244,3 +246,31 @@ def test_config_variables_reach_the_config() -> None:
         for key in ENV_FIELDS[variable]:
             config = config[key]
         assert config == expected, variable
+
+
+def test_judge_tasks_variable_limits_what_the_judge_is_asked(in_tmp: Path) -> None:
+    from tests.test_judges_unit import JudgeServer, smart_judge
+
+    server = JudgeServer(smart_judge)
+    try:
+        env = {
+            "RAGMETER_STORE": str(in_tmp / "s.db"),
+            "RAGMETER_JUDGE": f"{server.url}/v1#m",
+            "RAGMETER_JUDGE_TASKS": "correctness",
+        }
+        result = run("eval", *FAST, "--samples", "3", env=env)
+        assert result.exit_code == 0, result.output
+        document = stored_run(in_tmp / "s.db")
+        assert document["config"]["judge_tasks"] == ["correctness"]
+        judged = {
+            name
+            for case in document["cases"]
+            for name, value in case["scores"].items()
+            if name in ("correctness", "faithfulness", "groundedness")
+        }
+        assert judged == {"correctness"}  # the other judged metrics were never built
+        assert len(server.requests) == 3  # one correctness verdict a case, nothing else
+        bad = run("eval", *FAST, env={**env, "RAGMETER_JUDGE_TASKS": "corectness"})
+        assert bad.exit_code == 2 and "unknown judged tasks corectness" in bad.output
+    finally:
+        server.close()

@@ -13,7 +13,14 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from ragmeter.errors import InputError
 from ragmeter.redaction import REDACTED, redact
@@ -115,6 +122,13 @@ class ModelPrice(BaseModel):
 class EvalConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
+    @field_validator("judge_tasks", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()] or None
+        return value
+
     def price_table(self) -> dict[str, tuple[float, float]]:
         """``prices`` as (input, output) USD per 1k tokens by model, the judges' form."""
         return {m: (p.input_per_1k, p.output_per_1k) for m, p in self.prices.items()}
@@ -150,6 +164,9 @@ class EvalConfig(BaseModel):
     judge_max_retries: int = Field(default=DEFAULT_JUDGE_RETRIES, ge=0)
     # environment variable holding the judge's API key (an http:// judge has no default one)
     judge_api_key_env: str | None = None
+    # the judged tasks to run (None: all; see ragmeter.judges.tasks.TASKS); a comma-separated
+    # string is read as a list (RAGMETER_JUDGE_TASKS)
+    judge_tasks: list[str] | None = None
     spot_check: int = Field(default=0, ge=0)
     second_judge: str | None = None
     concurrency: int = Field(default=8, ge=1)
@@ -196,6 +213,7 @@ ENV_FIELDS: dict[str, tuple[str, ...]] = {
     "RAGMETER_JUDGE_MAX_COST": ("max_judge_cost",),
     "RAGMETER_JUDGE_TIMEOUT_S": ("judge_timeout_s",),
     "RAGMETER_JUDGE_MAX_RETRIES": ("judge_max_retries",),
+    "RAGMETER_JUDGE_TASKS": ("judge_tasks",),
 }
 
 

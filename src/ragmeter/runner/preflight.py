@@ -43,6 +43,15 @@ def check_options(config: EvalConfig) -> None:
         raise InputError("--spot-check needs --second-judge SPEC (the judge to compare with)")
     if config.second_judge and not config.judge:
         raise InputError("--second-judge is used by --spot-check: name --judge too")
+    if config.judge_tasks:
+        from ragmeter.judges.tasks import TASKS
+
+        unknown = sorted(set(config.judge_tasks) - set(TASKS))
+        if unknown:
+            raise InputError(
+                f"judge_tasks: unknown judged tasks {', '.join(unknown)}; "
+                f"known: {', '.join(TASKS)}"
+            )
     output = Path(config.output_dir)
     if output.exists() and not output.is_dir():
         raise InputError(

@@ -43,6 +43,7 @@ def judge_for(
         api_key_env=config.judge_api_key_env,
         timeout_s=config.judge_timeout_s,
         max_retries=config.judge_max_retries,
+        tasks=tuple(config.judge_tasks) if config.judge_tasks else None,
     )
 
 
