@@ -104,3 +104,60 @@ def test_evaluate_inside_a_running_event_loop(serve: Any, tmp_path: Path) -> Non
     assert outcome.record.question_count == CASES
     assert any(s.metric == "correctness" and s.status == "ok" for s in outcome.scores)
     assert judge.requests
+
+
+SLOW_TARGET = """
+import asyncio, os, signal, sys, threading, time
+from ragmeter import EvalConfig, evaluate
+from ragmeter.runner.engine import RunInterruptedError
+
+def slow(question: str) -> dict:
+    time.sleep(0.2)
+    return {"answer": "I don't know."}
+
+async def cell() -> None:
+    threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+    started = time.perf_counter()
+    try:
+        evaluate(EvalConfig(store=sys.argv[1], output_dir=sys.argv[2], progress=False,
+                            metrics=["lexical"], concurrency=1,
+                            target={"kind": "python", "callable": "slowtarget:slow"}))
+    except RunInterruptedError as exc:
+        print("INTERRUPTED", exc.run_id, round(time.perf_counter() - started, 1))
+
+asyncio.run(cell())
+"""
+
+
+def test_ctrl_c_stops_evaluate_inside_a_running_loop(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from ragmeter.store.sqlite import RunStore
+
+    (tmp_path / "slowtarget.py").write_text(SLOW_TARGET.split("async def cell")[0])
+    (tmp_path / "cell.py").write_text(SLOW_TARGET)
+    done = subprocess.run(
+        [sys.executable, "cell.py", str(tmp_path / "r.db"), str(tmp_path / "out")],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert "INTERRUPTED" in done.stdout, done.stdout + done.stderr
+    _, run_id, seconds = done.stdout.split()
+    assert float(seconds) < 10  # 69 cases at 0.2 s each would take 14 s
+    store = RunStore(tmp_path / "r.db")
+    record = store.get_run(run_id)
+    assert record.status == "interrupted"
+    assert 0 < len(store.answered_case_ids(run_id)) < 69
+
+
+def test_evaluate_with_a_target_object_inside_a_loop_points_to_evaluate_async() -> None:
+    from ragmeter.errors import RagmeterError
+    from ragmeter.targets import build_target
+
+    target = build_target(EvalConfig().target)
+
+    async def cell() -> None:
+        evaluate(EvalConfig(), target=target)
+
+    with pytest.raises(RagmeterError, match="evaluate_async"):
+        asyncio.run(cell())

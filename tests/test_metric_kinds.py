@@ -160,3 +160,25 @@ def test_the_judged_family_declares_its_metrics_from_the_tasks() -> None:
     assert built["judged_hallucination_rate"].requires == ("unanswerable",)
     assert built["judged_wrong_rate"].higher_is_better is False
     assert built["factual_grade_a_rate"].group == "factual_grades"
+
+
+def test_regression_margin_is_a_share_of_the_declared_scale() -> None:
+    cases = [f"c{i}" for i in range(200)]
+    base = {c: 4.0 for c in cases}
+    cand = {c: 4.0 - (0.1 if i % 2 else 0.0) for i, c in enumerate(cases)}  # mean drop 0.05
+
+    def scores(values: dict[str, float], scale: tuple[float, float]) -> RunScores:
+        run = _scores(values, "score")
+        assert run.record.scorecard is not None
+        run.record.scorecard.metrics[0].scale = scale
+        return run
+
+    on_five = compare_metric(
+        "m", scores(base, (0.0, 5.0)), scores(cand, (0.0, 5.0)), 0.05, 0.02, 2000, 0, True
+    )
+    assert on_five.p_value is not None and on_five.p_value < 0.05
+    assert on_five.verdict == "worse"  # 0.05 is under 0.02 of the 0-5 scale (0.1)
+    on_one = compare_metric(
+        "m", scores(base, (0.0, 1.0)), scores(cand, (0.0, 1.0)), 0.05, 0.02, 2000, 0, True
+    )
+    assert on_one.verdict == "regression"  # the same drop is over 0.02 of a 0-1 scale

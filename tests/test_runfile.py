@@ -148,3 +148,23 @@ def test_foreign_and_malformed_files_are_named(tmp_path: Path) -> None:
         RunFile.read(bad, header_only=True)
     with pytest.raises(InputError, match="cannot read run file"):
         RunFile.read(tmp_path / "missing.json")
+
+
+def test_header_only_reads_floats_cut_at_a_chunk_and_key_sorted_files(tmp_path: Path) -> None:
+    results, scores = results_and_scores()
+    document = RunFile.from_run(record(), results, scores).document()
+    text = json.dumps(document, sort_keys=True)  # "cases" now comes before "id"
+    path = tmp_path / "sorted.json"
+    path.write_text(text)
+    assert RunFile.read(path, header_only=True).header == record()
+    floats = {"run_file_version": 2, "a": 0.75, "b": 1e5, **{k: v for k, v in document.items()}}
+    text = json.dumps(floats)
+    for cut in range(1, 40):  # every chunk size cuts some number somewhere
+        original = runfile_module._CHUNK
+        runfile_module._CHUNK = cut
+        try:
+            path.write_text(text)
+            header = RunFile.read(path, header_only=True)
+        finally:
+            runfile_module._CHUNK = original
+        assert header.header == record(), cut

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import threading
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any, Literal
@@ -114,6 +115,8 @@ class Registry:
             kind: {name: _entry(value) for name, value in _BUILTINS[kind].items()} for kind in KINDS
         }
         self._plugins_loaded = False
+        self._lock = threading.Lock()
+        self.shadowed: list[str] = []  # plugin entries ignored because their name was taken
 
     def register(
         self,
@@ -130,13 +133,21 @@ class Registry:
         self._entries[kind][name] = Entry(target, install_hint, origin)
 
     def _load_plugins(self) -> None:
-        if self._plugins_loaded:
-            return
-        self._plugins_loaded = True
-        for kind in KINDS:
-            for point in entry_points(group=f"ragmeter.{kind}"):
-                origin = point.dist.name if point.dist is not None else "plugin"
-                self._entries[kind].setdefault(point.name, Entry(point.value, origin=origin))
+        with self._lock:
+            if self._plugins_loaded:
+                return
+            for kind in KINDS:
+                for point in entry_points(group=f"ragmeter.{kind}"):
+                    origin = point.dist.name if point.dist is not None else "plugin"
+                    if point.name in self._entries[kind]:  # a built-in (or earlier) name wins
+                        held = self._entries[kind][point.name].origin
+                        self.shadowed.append(
+                            f"{_singular(kind)} {point.name!r} of {origin} is ignored: "
+                            f"the name is taken by {held}"
+                        )
+                        continue
+                    self._entries[kind][point.name] = Entry(point.value, origin=origin)
+            self._plugins_loaded = True
 
     def names(self, kind: Kind) -> list[str]:
         self._load_plugins()
@@ -161,6 +172,11 @@ class Registry:
                 hint = entry.install_hint or f"install the package that provides {module_name}"
                 raise PluginImportError(
                     f"{_singular(kind)} {name!r} cannot be loaded: {exc}; {hint}"
+                ) from exc
+            except Exception as exc:  # a plugin broken on import (an API it uses is gone, ...)
+                raise PluginImportError(
+                    f"{_singular(kind)} {name!r} ({entry.origin}) failed to import "
+                    f"{module_name}: {type(exc).__name__}: {exc}"
                 ) from exc
             try:
                 entry.target = getattr(module, attribute)

@@ -131,6 +131,11 @@ class RunFile(RunRecord):
             if not header_only:
                 return cls._read_whole(path)
             data = _read_header(path)
+            if isinstance(data, dict) and not {"id", "scorecard"} <= data.keys():
+                # cases came before the header (a file sorted by key): read it all
+                whole = cls._read_whole(path)
+                whole.cases = None
+                return whole
         except OSError as exc:
             raise InputError(f"{path}: cannot read run file: {exc.strerror or exc}") from None
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -208,9 +213,15 @@ def _read_header(path: Path) -> dict[str, Any]:
                     if key == "cases":
                         return header
                     value, after = decoder.raw_decode(text, _skip(text, after + 1))
-                    if after >= len(text) and (grown := handle.read(_CHUNK)):
-                        text += grown  # a number cut at the chunk's end: parse it whole
-                        continue
+                    following = _skip(text, after)
+                    if following >= len(text) or text[following] not in ",}":
+                        # a number cut at the chunk's end ("0." of "0.75"): parse it whole
+                        grown = handle.read(_CHUNK)
+                        if grown:
+                            text += grown
+                            continue
+                        if following < len(text):
+                            raise json.JSONDecodeError("expected ',' or '}'", text, following)
                     break
                 except json.JSONDecodeError:
                     grown = handle.read(max(_CHUNK, len(text)))

@@ -133,7 +133,7 @@ def test_plugins_are_listed_and_used_by_eval(site: Path, tmp_path: Path) -> None
     assert run.returncode == 0, run.stderr + run.stdout
     run_file = json.loads(next((tmp_path / "out").glob("*.json")).read_text())
     assert {c["case_id"] for c in run_file["cases"]} == {"tiny-vacation-v1", "tiny-remote-v1"}
-    assert run_file["datasets"] == ["tiny"]
+    assert run_file["datasets"] == ["tiny:v1"]  # the loader and its argument
     for case in run_file["cases"]:
         assert isinstance(case["scores"]["answer_chars"], float)
         assert case["scores"]["answer_chars"] > 0

@@ -8,6 +8,7 @@ import click
 
 from ragmeter.cli.app import console, main
 from ragmeter.cli.options import shared
+from ragmeter.reports.terminal import inert
 
 
 @main.command("plugins")
@@ -20,10 +21,12 @@ def plugins_command(as_json: bool) -> None:
 
     listing = plugin_listing(registry)
     if as_json:
-        click.echo(json.dumps(listing, indent=2))
+        click.echo(json.dumps({**listing, "ignored": registry.shadowed}, indent=2))
         return
     for table in plugins_tables(listing):
         console.print(table)
+    for line in registry.shadowed:  # a plugin entry whose name another entry holds
+        console.print(f"[yellow]warning:[/yellow] {inert(line)}")
 
 
 @main.command("metrics")

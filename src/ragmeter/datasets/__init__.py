@@ -100,7 +100,7 @@ def _from_named_loader(spec: str, field_map: dict[str, str] | None) -> list[Case
             [Problem(spec, None, None, f"loader {name!r} did not return a list of cases")]
         )
     for case in cases:
-        case.dataset = case.dataset or name
+        case.dataset = case.dataset or spec
     return cases
 
 

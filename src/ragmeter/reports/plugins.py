@@ -22,6 +22,9 @@ def _family(registry: Registry, name: str) -> dict[str, Any]:
     except RagmeterError as exc:  # a plugin that cannot be loaded or declares a bad metric
         entry["problem"] = str(exc)
         return entry
+    except Exception as exc:  # a plugin written for another version (e.g. Metric without kind=)
+        entry["problem"] = f"cannot build its metrics: {type(exc).__name__}: {exc}"
+        return entry
     entry["metrics"] = [{"name": m.name, "group": m.group, "kind": m.kind} for m in metrics]
     return entry
 

@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeoutError
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -301,7 +302,8 @@ async def evaluate_async(
 
 
 class EventLoopRunningError(RagmeterError):
-    """``evaluate()`` was called where an event loop is already running."""
+    """``evaluate()`` was called where an event loop is already running, with a target object
+    that may belong to that loop."""
 
 
 def evaluate(
@@ -315,16 +317,58 @@ def evaluate(
     """Run an evaluation end to end (the synchronous entry point of the public API).
 
     Inside a running event loop (a notebook, an async server) the evaluation runs on its own
-    loop in a worker thread and this call blocks until it is done; ``await evaluate_async(...)``
-    is the non-blocking form. A ``target`` object given here must not be bound to the caller's
-    loop in that case (a Python function target or a fresh HTTP target is fine)."""
-    job = evaluate_async(config, cases=cases, target=target, resume=resume, on_progress=on_progress)
+    loop in a worker thread and this call blocks until it is done (Ctrl-C stops it as usual:
+    the run is left ``interrupted``, ready for ``--resume``); ``await evaluate_async(...)`` is
+    the non-blocking form. A ``target`` object may be bound to the caller's loop (an HTTP
+    client it already used), so with one, inside a running loop, this raises
+    :class:`EventLoopRunningError`: use ``await evaluate_async(...)`` there."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(job)
+        return asyncio.run(
+            evaluate_async(
+                config, cases=cases, target=target, resume=resume, on_progress=on_progress
+            )
+        )
+    if target is not None:
+        raise EventLoopRunningError(
+            "evaluate() was called inside a running event loop with a target object, which "
+            "may be bound to that loop; use `await ragmeter.evaluate_async(...)` instead"
+        )
+    return _evaluate_in_worker(config, cases, resume, on_progress)
+
+
+def _evaluate_in_worker(
+    config: EvalConfig | None,
+    cases: list[Case] | None,
+    resume: str | None,
+    on_progress: ProgressHook | None,
+) -> RunOutcome:
+    """``evaluate`` on a loop of its own in a worker thread; Ctrl-C in the caller's thread
+    cancels that loop's run, which then stops as an interrupted run does."""
+    running: dict[str, Any] = {}
+    started = threading.Event()
+
+    async def job() -> RunOutcome:
+        running["loop"], running["task"] = asyncio.get_running_loop(), asyncio.current_task()
+        started.set()
+        return await evaluate_async(config, cases=cases, resume=resume, on_progress=on_progress)
+
+    caller = asyncio.current_task()  # asyncio.run's Ctrl-C handler cancels it
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragmeter-evaluate") as pool:
-        return pool.submit(asyncio.run, job).result()
+        future = pool.submit(asyncio.run, job())
+        try:
+            while True:
+                try:
+                    return future.result(timeout=0.1)
+                except FutureTimeoutError:
+                    if caller is not None and caller.cancelling():
+                        break
+        except KeyboardInterrupt:  # a notebook kernel's interrupt
+            pass
+        if started.wait(timeout=5.0):
+            running["loop"].call_soon_threadsafe(running["task"].cancel)
+        return future.result()  # raises the run's RunInterruptedError
 
 
 def target_config_from(config: EvalConfig, **changes: Any) -> TargetConfig:

@@ -33,6 +33,14 @@ def check_names(config: EvalConfig) -> None:
         except MetricDeclarationError as exc:
             origin = registry.origin("metrics", family)
             raise InputError(f"--metrics {family} ({origin}): {exc}") from None
+        except InputError:
+            raise
+        except Exception as exc:  # a plugin written for another version (e.g. no kind=)
+            origin = registry.origin("metrics", family)
+            raise InputError(
+                f"--metrics {family} ({origin}) cannot build its metrics: "
+                f"{type(exc).__name__}: {exc}"
+            ) from None
 
 
 def check_options(config: EvalConfig) -> None:

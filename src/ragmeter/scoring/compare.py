@@ -5,8 +5,9 @@ Only the cases both runs scored are paired. The test follows the metric's declar
 with a sign-flip permutation test of the mean paired difference, with a paired bootstrap
 interval and Cohen's d_z. (A run stored before kinds were declared falls back to its data: all
 paired values 0 or 1 reads as binary.) A regression is a metric that is significantly worse
-(p < alpha, respecting higher_is_better) by at least the margin: absolute for binary,
-proportion and score metrics, relative to the baseline for counts, durations and costs.
+(p < alpha, respecting higher_is_better) by at least the margin: a share of the scale for
+binary, proportion and score metrics (0.02 of 0-1, 0.1 of a 0-5 score), relative to the
+baseline for counts, durations and costs.
 """
 
 from __future__ import annotations
@@ -158,8 +159,11 @@ def compare_metric(
         row.p_value = sign_flip_test(diffs, resamples, seed)
         row.effect_size = cohens_dz(diffs)
     oriented = row.mean_diff if row.higher_is_better else -row.mean_diff
-    relative = summary.value_kind() in ("count", "duration", "cost", None)
-    needed = margin * abs(float(a.mean())) if relative else margin
+    kind, scale = summary.value_kind(), summary.value_scale()
+    if kind in ("count", "duration", "cost", None) or scale is None:
+        needed = margin * abs(float(a.mean()))
+    else:  # a share of the scale: 0.02 of 0-1, 0.1 of 0-5
+        needed = margin * (scale[1] - scale[0])
     if row.p_value < alpha and oriented > 0:
         row.verdict = "better"
     elif row.p_value < alpha and oriented < 0:
