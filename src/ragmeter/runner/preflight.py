@@ -57,8 +57,7 @@ def check_options(config: EvalConfig) -> None:
         unknown = sorted(set(config.judge_tasks) - set(TASKS))
         if unknown:
             raise InputError(
-                f"judge_tasks: unknown judged tasks {', '.join(unknown)}; "
-                f"known: {', '.join(TASKS)}"
+                f"judge_tasks: unknown judged tasks {', '.join(unknown)}; known: {', '.join(TASKS)}"
             )
     output = Path(config.output_dir)
     if output.exists() and not output.is_dir():
