@@ -42,6 +42,7 @@ def estimate_judging(
             "reference": case.reference_answer or "",
             "contexts": texts,
             "claims": [answer],  # the claims restate the answer, about as long
+            "citations": "context 1",
         }
         for task in chosen:
             if "reference_answer" in task.requires and not case.reference_answer:

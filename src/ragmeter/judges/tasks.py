@@ -147,12 +147,13 @@ TASKS: dict[str, Task] = {
             metrics=(
                 JudgedMetric(
                     name="groundedness", group="grounding", kind="score", scale=(0.0, 5.0),
-                    description="seed 004 groundedness scale",
+                    description="seed 004 groundedness scale (a 5 needs every major claim "
+                    "cited)",
                 ),
             ),
             requires=("retrieved",),
             needs_answer=True,
-            prompts=("groundedness.v1",),
+            prompts=("groundedness.v2",),
             output_tokens=150,
         ),
         Task(

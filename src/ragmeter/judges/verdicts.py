@@ -24,6 +24,9 @@ class Item:
     contexts: list[str]
     answerable: bool = True
     abstained: bool | None = None  # the target's own report, when it gave one
+    # the response's own citations, as the judge reads them ("context 2", a doc id, ...);
+    # None when the target did not report citations
+    citations: list[str] | None = None
 
 
 def judge_details(session: JudgeSession, *verdicts: Verdict[Any]) -> dict[str, Any]:
@@ -178,9 +181,10 @@ async def context_recall(session: JudgeSession, item: Item) -> Values:
 
 
 async def groundedness(session: JudgeSession, item: Item) -> Values:
+    cited = "none reported" if item.citations is None else ", ".join(item.citations) or "none"
     verdict = await session.ask(
-        "groundedness.v1",
-        {"answer": item.answer, "contexts": item.contexts},
+        "groundedness.v2",
+        {"answer": item.answer, "contexts": item.contexts, "citations": cited},
         s.Groundedness,
         case_id=item.case_id,
         max_tokens=400,

@@ -47,7 +47,7 @@ from ragmeter.metrics.base import (
     MetricSettings,
     SkipScore,
 )
-from ragmeter.models import Case, Response
+from ragmeter.models import Case, Response, RetrievedChunk
 
 NO_JUDGE = "no judge configured (use --judge ...)"
 BUDGET = "budget reached"
@@ -81,7 +81,21 @@ def make_item(case: Case, response: Response, settings: JudgeSettings) -> Item:
         contexts=[chunk.text[: settings.max_context_chars] for chunk in chunks],
         answerable=case.answerable,
         abstained=response.abstained,
+        citations=cited_sources(response, chunks) if response.has("citations") else None,
     )
+
+
+def cited_sources(response: Response, shown: list[RetrievedChunk]) -> list[str]:
+    """The response's citations as the judge reads them: ``context N`` when the cited chunk is
+    the N-th context shown, else the cited document (or chunk) id."""
+    position = {chunk.id: index for index, chunk in enumerate(shown, 1) if chunk.id}
+    named: list[str] = []
+    for citation in response.citations:
+        if citation.chunk_id and citation.chunk_id in position:
+            named.append(f"context {position[citation.chunk_id]}")
+        else:
+            named.append(citation.doc_id or citation.chunk_id or citation.rel_path or "?")
+    return list(dict.fromkeys(named))
 
 
 def _failure(exc: Exception) -> JudgedScoreError:

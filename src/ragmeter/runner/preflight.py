@@ -94,6 +94,8 @@ def target_was_named(config: EvalConfig) -> bool:
 async def check_judges(config: EvalConfig) -> dict[str, Any]:
     """The judges' keys and servers answer; returns their redacted snapshot for the run."""
     from ragmeter.judges import preflight_judge
+    from ragmeter.judges.tasks import TASKS
+    from ragmeter.judges.templates import load_prompt
 
     snapshot: dict[str, Any] = {}
     for role, spec in (("judge", config.judge), ("second_judge", config.second_judge)):
@@ -101,6 +103,14 @@ async def check_judges(config: EvalConfig) -> dict[str, Any]:
             snapshot[role] = await preflight_judge(
                 spec, api_key_env=config.judge_api_key_env, timeout_s=config.judge_timeout_s
             )
+    if snapshot:  # seed 004: the exact prompt versions are part of the run's config
+        names = config.judge_tasks or list(TASKS)
+        snapshot["prompt_versions"] = {
+            prompt: load_prompt(prompt).version
+            for name in names
+            if name in TASKS
+            for prompt in TASKS[name].prompts
+        }
     return snapshot
 
 
