@@ -1,7 +1,11 @@
 """Abstention metrics: does the system refuse exactly when the question is unanswerable?
 
 A response abstained when its ``abstained`` field says so; when the target does not report the
-field, the answer text is matched against abstention phrases (configurable).
+field, the answer text is matched against abstention phrases (seed 001's uncertainty phrases and
+ragmeter's; configurable) and seed 001's rule for short non-answers ("N/A", "None", "null").
+
+Seed 001 reports its classes as counts (``correct_answers_count``, ...); here they are rates over
+the ``n_scored`` cases, so each count is exactly ``value x n_scored``.
 """
 
 from __future__ import annotations
@@ -17,16 +21,26 @@ from ragmeter.models import Case, Response
 
 CORRECT_F1 = 0.5
 
-DEFAULT_PHRASES = (
+# seed 001's UNCERTAINTY_PHRASES, in its order (001, "Don't Know Answers Count", pseudo code)
+SEED_PHRASES = (
     "i don't know",
     "i do not know",
-    "i don't have enough information",
+    "unknown",
+    "not sure",
+    "cannot determine",
+    "no information",
+    "insufficient data",
+    "unable to answer",
+    "cannot answer",
+    "don't have enough information",
+    "not available",
+    "no data",
+)
+# ragmeter's additions: refusals RAG systems give that the seed's list misses
+EXTRA_PHRASES = (
     "i do not have enough information",
     "not enough information",
-    "cannot answer",
     "can't answer",
-    "unable to answer",
-    "no information",
     "not mentioned in the",
     "not in the documents",
     "not in the provided",
@@ -36,25 +50,55 @@ DEFAULT_PHRASES = (
     "no relevant",
     "insufficient information",
 )
+DEFAULT_PHRASES = SEED_PHRASES + EXTRA_PHRASES
+# seed 001's "very short non-answers": an answer of fewer than 10 characters (trimmed) holding
+# one of these words is a DON'T KNOW whatever the phrase list
+SHORT_ANSWER_CHARS = 10
+SHORT_NON_ANSWERS = ("unknown", "n/a", "none", "null")
+
+
+def phrase_found(phrase: str, folded_answer: str) -> bool:
+    """The phrase occurs in the folded answer, starting at a word start (so "no data" is not
+    found in "piano data")."""
+    return re.search(rf"(?<!\w){re.escape(fold(phrase))}", folded_answer) is not None
+
+
+def short_non_answer(folded_answer: str) -> str | None:
+    """The word that makes a short answer a non-answer ("N/A", "None.", "null"), else None."""
+    if len(folded_answer) >= SHORT_ANSWER_CHARS:
+        return None
+    return next(
+        (
+            word
+            for word in SHORT_NON_ANSWERS
+            if re.search(rf"(?<!\w){re.escape(word)}(?!\w)", folded_answer)
+        ),
+        None,
+    )
 
 
 def detect_abstention(response: Response, phrases: tuple[str, ...] = ()) -> tuple[bool, str]:
-    """(abstained, how it was decided)."""
+    """(abstained, how it was decided): the ``abstained`` field when the target reports it; else
+    an empty answer, a phrase of the list (``phrases``, default :data:`DEFAULT_PHRASES`), or
+    seed 001's short non-answer rule."""
     if response.abstained is not None:
         return response.abstained, "field"
     answer = fold(response.answer)
     if not answer:
         return True, "empty answer"
     for phrase in phrases or DEFAULT_PHRASES:
-        if re.search(rf"\b{re.escape(fold(phrase))}", answer):
+        if phrase_found(phrase, answer):
             return True, f"phrase: {phrase}"
+    word = short_non_answer(answer)
+    if word is not None:
+        return True, f"short non-answer: {word}"
     return False, "no abstention phrase"
 
 
 def classify_answer(case: Case, response: Response, phrases: tuple[str, ...] = ()) -> str:
     """Seed 001's classes by a documented heuristic (no judge):
 
-    - ``DON'T KNOW``: the response abstained;
+    - ``DON'T KNOW``: the response abstained (:func:`detect_abstention`);
     - ``WRONG``: it answered an unanswerable question;
     - ``CORRECT``: on an answerable question, the normalised reference occurs in the answer, or
       token F1 >= 0.5, or every gold fact (or alias) is stated, or the expected number is there;

@@ -26,6 +26,15 @@ CANNOT_CALCULATE = (
     "not enough information to calculate",
     "insufficient data",
 )
+# seed 000 EF_3 ``has_calculation``: the answer shows calculation steps (the times sign U+00D7,
+# "*", "multiply"); a "*" counts only as an operator between numbers, not as markdown emphasis
+# or a bullet
+TIMES = "\u00d7"
+CALCULATION_MARKERS = {
+    TIMES: re.compile(TIMES),
+    "*": re.compile(r"[\d)%]\s*(?<!\*)\*(?!\*)\s*[-$€£(]?\d"),
+    "multiply": re.compile(r"\bmultipl(?:y|ies|ied|ying|ication)\b"),
+}
 _YES = re.compile(r"^\W*(yes|yep|correct|true|indeed)\b")
 _NO = re.compile(r"^\W*(no|nope|not|false|incorrect)\b")
 # a claim or list item counts as present when most of its content words are in the answer
@@ -93,6 +102,20 @@ def _cannot_calculate(case: Case, response: Response) -> MetricOutput:
     return float(says_cannot_calculate(response.answer))
 
 
+def calculation_markers(answer: str) -> list[str]:
+    """Seed 000's calculation markers the answer holds, in the order times sign, ``*``,
+    ``multiply``."""
+    folded = fold(answer)
+    return [marker for marker, pattern in CALCULATION_MARKERS.items() if pattern.search(folded)]
+
+
+def _has_calculation(case: Case, response: Response) -> MetricOutput:
+    if case.expected_number is None:
+        raise SkipScore("case declares no expected_number")
+    found = calculation_markers(response.answer)
+    return float(bool(found)), {"markers": found}
+
+
 def yes_no_of(answer: str) -> bool | None:
     """The answer's yes/no verdict from its opening words, or None if it gives none."""
     folded = fold(answer)
@@ -153,6 +176,14 @@ def assertion_metrics(_: MetricSettings) -> list[Metric]:
             _cannot_calculate,
             higher_is_better=False,
             description="on numeric cases: 1 if the answer says it cannot calculate",
+            kind="binary",
+        ),
+        Metric(
+            "has_calculation",
+            "generation",
+            _has_calculation,
+            description="on numeric cases: 1 if the answer shows calculation steps "
+            "(a times sign, a * between numbers, multiply) (seed 000 EF_3)",
             kind="binary",
         ),
         Metric(

@@ -5,8 +5,8 @@
   the citation's own quote);
 - precision / recall against the gold passages, with the retrieval metrics' matching level;
 - section accuracy: the citation points to a gold passage's document and section
-  (``rel_path`` + ``heading_path`` prefix), using the retrieved chunk's anchor when the citation
-  carries only an id.
+  (``rel_path`` + ``heading_path`` prefix by whole segments), using the retrieved chunk's anchor
+  when the citation carries only an id.
 """
 
 from __future__ import annotations

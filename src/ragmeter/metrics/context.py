@@ -5,7 +5,8 @@
   retrieved (smoothed: ln((1 + N) / (1 + df)) + 1);
 - ``fact_dispersion``: mean number of retrieved chunks holding each gold fact (or an alias);
 - ``fact_recall_in_context``: share of gold facts that some retrieved chunk holds;
-- ``unique_token_ratio``: distinct / total word tokens over the whole retrieved context.
+- ``unique_token_ratio``: distinct / total word tokens over the whole retrieved context;
+- ``expected_chunk_recall``: share of the case's ``expected_chunks`` (chunk ids) retrieved.
 """
 
 from __future__ import annotations
@@ -91,6 +92,15 @@ def _facts_in_chunks(case: Case, response: Response) -> list[int]:
     return [sum(fact_stated(f, chunk) for chunk in chunks) for f in case.gold_facts]
 
 
+def _expected_chunks(case: Case, response: Response) -> MetricOutput:
+    expected = list(dict.fromkeys(case.expected_chunks))
+    if not expected:
+        raise SkipScore("case declares no expected_chunks")
+    retrieved = {chunk.id for chunk in response.retrieved if chunk.id is not None}
+    missing = [chunk_id for chunk_id in expected if chunk_id not in retrieved]
+    return (len(expected) - len(missing)) / len(expected), {"missing": missing}
+
+
 def context_metrics(_: MetricSettings) -> list[Metric]:
     table = IdfTable()
 
@@ -167,6 +177,15 @@ def context_metrics(_: MetricSettings) -> list[Metric]:
             unique_ratio,
             needs,
             description="distinct / total word tokens in the retrieved context",
+            kind="proportion",
+        ),
+        Metric(
+            "expected_chunk_recall",
+            "context_quality",
+            _expected_chunks,
+            needs,
+            description="share of the case's expected_chunks (chunk ids) among the retrieved "
+            "chunks",
             kind="proportion",
         ),
     ]

@@ -1,4 +1,5 @@
-"""Lexical answer metrics against the reference answer (SQuAD normalisation)."""
+"""Lexical answer metrics against the reference answer (SQuAD normalisation; seed 000's strict
+exact match only lowercases and folds white space)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,12 @@ def normalize_answer(text: str) -> str:
 
 def exact_match(prediction: str, reference: str) -> float:
     return float(normalize_answer(prediction) == normalize_answer(reference))
+
+
+def exact_match_strict(prediction: str, reference: str) -> float:
+    """Seed 000's exact match: equal after lowercasing and folding white space only (punctuation
+    and articles count, unlike :func:`exact_match`)."""
+    return float(" ".join(prediction.lower().split()) == " ".join(reference.lower().split()))
 
 
 def token_f1(prediction: str, reference: str) -> float:
@@ -84,6 +91,10 @@ def _exact_match(case: Case, response: Response) -> MetricOutput:
     return exact_match(response.answer, case.reference_answer or "")
 
 
+def _exact_match_strict(case: Case, response: Response) -> MetricOutput:
+    return exact_match_strict(response.answer, case.reference_answer or "")
+
+
 def _token_f1(case: Case, response: Response) -> MetricOutput:
     return token_f1(response.answer, case.reference_answer or "")
 
@@ -140,6 +151,15 @@ def lexical_metrics(_: MetricSettings) -> list[Metric]:
             needs,
             description="SQuAD token F1 between answer and reference",
             kind="proportion",
+        ),
+        Metric(
+            "exact_match_strict",
+            "lexical",
+            _exact_match_strict,
+            needs,
+            description="answer equals the reference after lowercasing and folding white space "
+            "(seed 000)",
+            kind="binary",
         ),
         Metric(
             "keyword_coverage",

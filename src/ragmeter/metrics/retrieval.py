@@ -7,8 +7,9 @@ items the system retrieved, at the first level the labels allow:
 - ``doc``: gold passages carry doc ids; retrieved chunks are reduced to their documents, each
   counted once at its first rank;
 - ``anchor``: gold passages carry ``rel_path`` (+ ``heading_path``); a retrieved chunk matches a
-  passage with the same ``rel_path`` whose heading path is a prefix of the chunk's (headings are
-  normalised to ``A > B``); each passage counts once.
+  passage with the same ``rel_path`` whose heading path is a prefix of the chunk's, segment by
+  whole segment (headings are normalised to ``A > B``; ``A > B`` does not hold ``A > BC``);
+  each passage counts once.
 
 With ``require_snippet``, a chunk matches a passage that lists snippets only if its text holds
 one of them. The ranking is the system's own order (``rank``), not its scores. The level used is
@@ -22,7 +23,15 @@ from dataclasses import dataclass
 
 from ragmeter.metrics.base import Metric, MetricOutput, MetricSettings
 from ragmeter.metrics.ir import Measure, query_measures
-from ragmeter.models import Case, Citation, GoldPassage, Response, RetrievedChunk
+from ragmeter.models import (
+    HEADING_DELIMITER,
+    Case,
+    Citation,
+    GoldPassage,
+    Response,
+    RetrievedChunk,
+    normalize_heading_path,
+)
 
 Level = str
 
@@ -67,6 +76,20 @@ def passage_key(passage: GoldPassage, level: Level) -> str | None:
     return anchor_key(passage) if passage.rel_path else None
 
 
+def heading_segments(heading_path: str | None) -> list[str]:
+    """A heading path's segments, normalised (``"A >  B"`` -> ``["A", "B"]``)."""
+    normalized = normalize_heading_path(heading_path)
+    return normalized.split(HEADING_DELIMITER) if normalized else []
+
+
+def heading_within(anchor: str | None, heading_path: str | None) -> bool:
+    """The item's heading path lies under the anchor: the anchor's segments are its first
+    segments, whole (``Handbook > Annual`` holds ``Handbook > Annual > Carry-over`` but not
+    ``Handbook > Annual Vacation``). No anchor holds everything."""
+    wanted = heading_segments(anchor)
+    return heading_segments(heading_path)[: len(wanted)] == wanted
+
+
 def _snippet_ok(passage: GoldPassage, text: str, require_snippet: bool) -> bool:
     if not require_snippet or not passage.snippets:
         return True
@@ -93,10 +116,7 @@ def matches(
         hit = (
             passage.rel_path is not None
             and item.rel_path == passage.rel_path
-            and (
-                not passage.heading_path
-                or (item.heading_path or "").startswith(passage.heading_path)
-            )
+            and heading_within(passage.heading_path, item.heading_path)
         )
     text = item.text if isinstance(item, RetrievedChunk) else (item.quote or "")
     return hit and _snippet_ok(passage, text, require_snippet)
