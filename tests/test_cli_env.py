@@ -181,7 +181,33 @@ def test_alpha_and_margin_from_the_environment(in_tmp: Path) -> None:
     assert bad.exit_code == 2 and "between 0 and 1" in bad.output
 
 
-ARGUMENTS = {"rescore": ["r"], "show": ["r"], "export": ["r", "-o", "f"], "compare": ["a", "b"]}
+def test_validity_honours_store_and_seed_from_the_environment(in_tmp: Path) -> None:
+    """``ragmeter validity`` finds the run in RAGMETER_STORE and seeds its bootstrap with
+    RAGMETER_SEED (the same intervals as --seed)."""
+    from tests.test_validity_cli import synthetic_run, write_labels
+
+    tmp_path = in_tmp
+    store, run_id, labels, _ = synthetic_run(tmp_path)
+    path = write_labels(tmp_path / "labels.jsonl", labels)
+    args = ("validity", run_id, "--labels", str(path), "--json", "--metric", "token_f1")
+
+    def interval(result: Result) -> list[float]:
+        assert result.exit_code == 0, result.output
+        auc = json.loads(result.output)["metrics"][0]["statistics"]["auc"]
+        return [auc["ci_low"], auc["ci_high"]]
+
+    from_env = interval(run(*args, env={"RAGMETER_STORE": str(store), "RAGMETER_SEED": "7"}))
+    assert from_env == interval(run(*args, "--store", str(store), "--seed", "7"))
+    assert from_env != interval(run(*args, "--store", str(store), "--seed", "0"))
+
+
+ARGUMENTS = {
+    "rescore": ["r"],
+    "show": ["r"],
+    "export": ["r", "-o", "f"],
+    "compare": ["a", "b"],
+    "validity": ["r", "--labels", "l"],
+}
 SAMPLES = {int: ("7", 7), float: ("0.25", 0.25)}
 
 

@@ -405,7 +405,9 @@ def test_migrations_are_named_in_order_and_a_name_is_registered_once(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     names = [m.name for m in MIGRATIONS]
-    assert names == list(LEGACY_VERSIONS.values()) == sorted(names)
+    # the numbered ones first, as they were; the named ones after them
+    assert names[: len(LEGACY_VERSIONS)] == list(LEGACY_VERSIONS.values())
+    assert names == sorted(names)
     assert all(isinstance(m, Migration) and callable(m.apply) for m in MIGRATIONS)
     monkeypatch.setattr(migrations_module, "MIGRATIONS", list(MIGRATIONS))
     with pytest.raises(ValueError, match="'m001_initial' is already registered"):
@@ -747,3 +749,63 @@ def test_a_run_lock_held_by_a_killed_process_is_free(tmp_path: Path) -> None:
         if child.poll() is None:
             child.kill()
             child.wait()
+
+
+# validity reports (m005_validity) ----------------------------------------------------------------
+def _validity_report(run_id: str, metric: str, sha: str, value: float) -> tuple[str, str]:
+    from ragmeter.scoring.validity_report import MetricValidity, Statistic, ValidityReport
+
+    report = ValidityReport(
+        run_id=run_id, labels_path=f"{sha}.jsonl", labels_sha256=sha, label_kind="binary",
+        created_at="2026-01-01T00:00:00+00:00", n_labels=3, n_unknown=0, resamples=10, seed=0,
+        level=0.95, min_cases=1,
+    )  # fmt: skip
+    result = MetricValidity(
+        metric=metric, higher_is_better=True, n_labelled=3, n_scored=3, n_skipped=0,
+        n_failed=0, n_unscored=0, measured=True, statistics={"auc": Statistic(value=value)},
+    )  # fmt: skip
+    return report.model_dump_json(exclude={"metrics"}), result.model_dump_json()
+
+
+@pytest.mark.parametrize("upto", [4, 0])
+def test_an_older_store_gets_the_validity_table_and_keeps_its_runs(
+    tmp_path: Path, ran: list[str], upto: int
+) -> None:
+    path = tmp_path / "old.db"
+    _legacy_store(path, upto)
+    store = RunStore(path)
+    assert ran[-1] == "m005_validity" and ("table", "validity") in _schema(path)
+    if upto:
+        assert store.get_run("run1").scorecard == _scorecard()
+        assert store.get_validity("run1") == []
+    store.close()
+
+
+def test_validity_rows_are_keyed_by_run_metric_and_labels_hash(tmp_path: Path) -> None:
+    from ragmeter.reports.validity import stored_reports
+
+    store = _store_with_run(tmp_path / "runs.db")
+    store.create_run(_record("run2"), [Case(case_id="c0", question="q")])
+
+    def save(sha: str, day: int, results: dict[str, float]) -> None:
+        rows = {m: _validity_report("run1", m, sha, v) for m, v in results.items()}
+        context = next(iter(rows.values()))[0]
+        created = f"2026-01-0{day}T00:00:00+00:00"
+        results_json = {m: row[1] for m, row in rows.items()}
+        store.save_validity("run1", sha, f"{sha}.jsonl", created, context, results_json)
+
+    save("aaa", 1, {"m": 0.6, "n": 0.7})
+    save("aaa", 2, {"m": 0.9})  # the same labels file again: replaces its row of m
+    save("bbb", 3, {"m": 0.3})  # another labels file: rows of its own
+    assert store.db.execute("SELECT COUNT(*) FROM validity").fetchone()[0] == 3
+    assert store.get_validity("run2") == []
+
+    newest, oldest = stored_reports(store, "run1")
+    assert newest.labels_sha256 == "bbb" and oldest.labels_sha256 == "aaa"
+    auc = {m.metric: m.statistics["auc"].value for m in oldest.metrics}
+    assert auc == {"m": 0.9, "n": 0.7}
+
+    store.db.execute("UPDATE validity SET result_json='{' WHERE labels_sha256='bbb'")
+    with pytest.raises(StoreError, match="a stored validity report no longer reads"):
+        stored_reports(store, "run1")
+    store.close()

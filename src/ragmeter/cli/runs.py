@@ -14,6 +14,7 @@ from ragmeter.cli.options import shared
 from ragmeter.config import RUNS_LIST_LIMIT
 from ragmeter.reports.console import print_run
 from ragmeter.reports.export import DEFAULT_FORMAT, EXPORT_FORMATS
+from ragmeter.reports.validity import stored_reports, validity_section
 from ragmeter.store.sqlite import RunStore
 
 
@@ -99,9 +100,16 @@ def show_command(
         from ragmeter.reports.json_report import run_document
 
         results, scores = run_store.get_results(record.id), run_store.get_scores(record.id)
-        click.echo(json.dumps(run_document(record, results, scores), indent=2))
+        document = run_document(record, results, scores)
+        validity = stored_reports(run_store, record.id)
+        if validity:
+            document["validity"] = [report.model_dump(mode="json") for report in validity]
+        click.echo(json.dumps(document, indent=2))
         return
     print_run(record, console)
+    validity = stored_reports(run_store, record.id)
+    if validity:
+        console.print(validity_section(validity))
     from ragmeter.reports.run_notes import unfinished_note
 
     note = unfinished_note(record, len(run_store.answered_case_ids(record.id)))

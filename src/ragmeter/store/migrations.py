@@ -150,6 +150,25 @@ def m004_judge_calls(db: sqlite3.Connection) -> None:
     )
 
 
+@migration
+def m005_validity(db: sqlite3.Connection) -> None:
+    # ``ragmeter validity``: a run's metrics against a labels file, one row a metric and file
+    # (labels_json: the file's part of the report; result_json: the metric's statistics)
+    _execute(
+        db,
+        """CREATE TABLE validity (
+            run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+            metric TEXT NOT NULL,
+            labels_sha256 TEXT NOT NULL,
+            labels_path TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            labels_json TEXT NOT NULL,
+            result_json TEXT NOT NULL,
+            PRIMARY KEY (run_id, metric, labels_sha256)
+        )""",
+    )
+
+
 # applying them --------------------------------------------------------------------------------
 def _columns(db: sqlite3.Connection) -> set[str]:
     return {row[1] for row in db.execute(f"PRAGMA table_info({TABLE})")}

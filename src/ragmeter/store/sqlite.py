@@ -1,9 +1,10 @@
 """The run store: SQLite in WAL mode with named migrations (``store/migrations.py``).
 
 Tables: ``runs`` (one row a run, config snapshot and scorecard as JSON), ``cases`` (the cases of
-a run, in order), ``responses`` (one row a case once asked: response or error) and ``scores``
-(one row a case and metric). Responses are committed as they arrive, so a killed run loses at
-most the cases that were in flight, and ``--resume`` asks only the cases with no response.
+a run, in order), ``responses`` (one row a case once asked: response or error), ``scores``
+(one row a case and metric) and ``validity`` (one row a metric and labels file). Responses are
+committed as they arrive, so a killed run loses at most the cases that were in flight, and
+``--resume`` asks only the cases with no response.
 
 Several processes may share a store: each write is a short transaction (big writes go in chunks
 of ``WRITE_CHUNK_ROWS`` rows) and a writer waits up to ``BUSY_TIMEOUT_S`` for the lock. Every
@@ -344,6 +345,40 @@ class RunStore:
                 (run_id,),
             ).fetchone()
         return rows.judge_cost_from_row(row)
+
+    # validity reports ---------------------------------------------------------------------------
+    def save_validity(
+        self,
+        run_id: str,
+        labels_sha256: str,
+        labels_path: str,
+        created_at: str,
+        labels_json: str,
+        results: dict[str, str],
+    ) -> None:
+        """Store a validity report: one row a metric (its result as JSON), replacing the row of
+        the same run, metric and labels file (by content hash)."""
+        found = [
+            (run_id, metric, labels_sha256, labels_path, created_at, labels_json, result)
+            for metric, result in results.items()
+        ]
+        with self._errors(f"storing the validity report of run {run_id}"), self.transaction():
+            self.db.executemany(
+                "INSERT OR REPLACE INTO validity (run_id, metric, labels_sha256, labels_path,"
+                " created_at, labels_json, result_json) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                found,
+            )
+
+    def get_validity(self, run_id: str) -> list[tuple[str, str]]:
+        """The stored validity rows of a run as (labels JSON, result JSON), newest first (rows
+        stored together in the order they were given)."""
+        with self._errors(f"reading the validity reports of run {run_id}"):
+            found = self.db.execute(
+                "SELECT labels_json, result_json FROM validity WHERE run_id=?"
+                " ORDER BY created_at DESC, rowid",
+                (run_id,),
+            ).fetchall()
+        return [(row[0], row[1]) for row in found]
 
     def counts(self, run_id: str) -> dict[str, Any]:
         with self._errors(f"counting the answers of run {run_id}"):
