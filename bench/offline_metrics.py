@@ -59,7 +59,8 @@ def recorded_cases(count: int) -> tuple[list[Case], list[CaseResult]]:
 def clear_text_caches() -> None:
     """Cold caches for every timing: the text caches live for the process."""
     from ragmeter import text
-    from ragmeter.metrics import context, numbers, textmatch
+    from ragmeter.metrics import context, markers, numbers, textmatch
+    from ragmeter.metrics.grounding import features
 
     for cached in (
         textmatch.fold,
@@ -69,6 +70,8 @@ def clear_text_caches() -> None:
         numbers._extract_numbers,
         context.ngrams,
         text.stem,
+        markers.strip_markers,
+        features._chunk,
     ):
         cached.cache_clear()
 

@@ -8,6 +8,9 @@ check or a non-claim with the reason it is not checked:
   a statement is cut off and the statement is kept ("I'm not sure, but it aired in 1994");
 * ``no content``: it has no content word left after stop words and fillers ("Yes!", "Wow.").
 
+Citation markers ("[1]", "(Source: X)", "¹", ...: ``ragmeter.metrics.markers``) are removed
+from the answer before it is split, so they are neither claims nor numbers.
+
 Claims are classified by their indicators (``classify_claim``), most lenient first:
 
 * ``general`` ("generally", "typically", "in general"): common knowledge, not checked;
@@ -23,6 +26,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ragmeter.metrics import textmatch
+from ragmeter.metrics.markers import strip_markers
 from ragmeter.text import tokenize
 
 ClaimType = Literal["assertion", "inference", "general"]
@@ -73,6 +77,9 @@ _ABBREVIATIONS = frozenset(
     ]
 )
 _LAST_WORD = re.compile(r"([\w.]+)\.\W*$")
+# a tokenised decimal ("5 . 7 million", "12. 5"): a number of at most three digits, a period,
+# one space, then a digit is not a sentence end (``numbers`` reads it both ways)
+_DECIMAL_POINT = re.compile(r"(?<![\d.,])\d{1,3} ?\.$")
 _BULLET = re.compile(r"^\s*(?:[-*•·]|\d{1,2}[.)])\s+")
 
 _GENERAL = re.compile(r"\b(generally|typically|in general)\b", re.IGNORECASE)
@@ -159,11 +166,18 @@ def fold(text: str) -> str:
 
 
 def split_sentences(text: str) -> list[str]:
-    """Sentences of ``text``; keeps abbreviations ("U.S.", "Dr.", "j. r.") inside a sentence."""
+    """Sentences of ``text``; keeps abbreviations ("U.S.", "Dr.", "j. r.") and tokenised
+    decimals ("5 . 7") inside a sentence."""
     pieces: list[str] = []
     position = 0
     for match in _BOUNDARY.finditer(text):
         piece = text[position : match.start()]
+        if (
+            match.group(0) == " "
+            and text[match.end() : match.end() + 1].isdigit()
+            and _DECIMAL_POINT.search(piece)
+        ):
+            continue
         last = _LAST_WORD.search(piece) if match.group(0).strip() not in (";",) else None
         if (
             last
@@ -230,10 +244,11 @@ def analyse_sentence(sentence: str) -> Claim | NonClaim:
 
 
 def extract_claims(text: str, max_claims: int = 200) -> tuple[list[Claim], list[NonClaim]]:
-    """Claims and non-claims of an answer, in order; at most ``max_claims`` claims are kept."""
+    """Claims and non-claims of an answer, in order, its citation markers removed first; at
+    most ``max_claims`` claims are kept."""
     claims: list[Claim] = []
     non_claims: list[NonClaim] = []
-    for sentence in split_sentences(text):
+    for sentence in split_sentences(strip_markers(text).text):
         item = analyse_sentence(sentence)
         if isinstance(item, Claim):
             if len(claims) < max_claims:

@@ -1,5 +1,10 @@
 """Text matching shared by the offline answer metrics: normalisation, content tokens, numbers,
-and "does this phrase occur in that text" with light fuzziness."""
+and "does this phrase occur in that text" with light fuzziness.
+
+``numbers`` and ``index_text`` read a text without its citation markers ("[1]", "(Source: X)",
+"¹": ``ragmeter.metrics.markers``), so a marker is never a number of the answer. ``index_text``
+also lets a tokenised number ("12, 500") be found under either reading (12500, or 12 and 500).
+``fold``, ``words`` and ``content_tokens`` read the text as it is."""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 
+from ragmeter.metrics.markers import strip_markers
 from ragmeter.metrics.numbers import extract_numbers
 from ragmeter.models import GoldFact
 from ragmeter.text import STOP_WORDS, stem
@@ -41,8 +47,9 @@ def parse_number(token: str) -> float | None:
 
 
 def numbers(text: str) -> list[float]:
-    """Every number ``text`` states, normalised (see :mod:`ragmeter.metrics.numbers`)."""
-    return [mention.value for mention in extract_numbers(text)]
+    """Every number ``text`` states, normalised (see :mod:`ragmeter.metrics.numbers`), its
+    citation markers left out; a tokenised "12, 500" is 12500."""
+    return [mention.value for mention in extract_numbers(strip_markers(text).text)]
 
 
 @dataclass(frozen=True)
@@ -56,7 +63,12 @@ class IndexedText:
 
 @lru_cache(maxsize=4096)
 def index_text(text: str) -> IndexedText:
-    return IndexedText(fold(text), frozenset(content_tokens(text)), frozenset(numbers(text)))
+    """``text`` without its citation markers, prepared for ``phrase_present``; its numbers
+    hold every reading ("12, 500": 12500, 12 and 500)."""
+    text = strip_markers(text).text
+    mentions = extract_numbers(text)
+    found = [m.value for m in mentions] + [p for m in mentions for p in m.parts]
+    return IndexedText(fold(text), frozenset(content_tokens(text)), frozenset(found))
 
 
 def phrase_present(phrase: str, text: IndexedText, min_token_share: float = 1.0) -> bool:

@@ -1,21 +1,26 @@
 """Heuristic grounding: is each claim of the answer supported by the retrieved context?
 
-The answer is split into claims (``ragmeter.metrics.claims``); questions, refusals and sentences
-without content are not claims. Each claim gets a support score in [0, 1] from lexical evidence
-against the retrieved chunk texts (the context):
+Citation markers ("[1]", "(Source: X)", "¹": ``ragmeter.metrics.markers``) are removed from the
+answer and the context first. The answer is then split into claims
+(``ragmeter.metrics.claims``); questions, refusals and sentences without content are not claims.
+Each claim gets a support score in [0, 1] from lexical evidence against the retrieved chunk
+texts (the context):
 
 * ``coverage``: share of the claim's content terms found in the context (stemmed, stop words
   out, NFKC-folded; CJK runs as character bigrams);
-* the best-matching context sentence (most shared terms, via an inverted index) is recorded,
+* the best-matching context sentence (most shared terms, via an inverted index; the earliest
+  on a tie, so no result depends on the hash seed) is recorded,
   and a negation present on one side only is a ``negation mismatch``;
-* every number of the claim whose normalised value is not in the context is a missing number
-  (``ragmeter.metrics.numbers``: "1,000" = "1000", "15%" = "15 percent", "$604" = "604");
+* every number of the claim with no reading in the context is a missing number
+  (``ragmeter.metrics.numbers``: "1,000" = "1000", "15%" = "15 percent", "$604" = "604",
+  "12, 500" = 12500 or 12 and 500, dates compared as days, "5 km (3.1 mi)" one number); at
+  most ``MAX_MISSING_NUMBERS_PER_CLAIM`` (2) count per claim;
 * a claim about the speaker or the user ("I think", "you can") is ``personal``: the context
   cannot support it;
 * optionally, the cosine of the claim to its best context sentence under an embedder.
 
 ``support = clip((1 - w_emb) * (coverage + w_bigram * bigram) / (1 + w_bigram)
-+ w_emb * cosine - w_number * missing numbers - w_personal * personal
++ w_emb * cosine - w_number * min(missing numbers, 2) - w_personal * personal
 - w_negation * negation mismatch, 0, 1)`` (the embedding term only with an embedder and
 ``w_emb > 0``, which is off by default). A claim is supported when its support reaches the
 threshold of its type (assertion 0.7, inference 0.5); general claims are not checked.
@@ -87,6 +92,7 @@ from ragmeter.metrics.grounding.model import (
     ALIGNED_SCORE_WEIGHTS,
     DEFAULT_SCORE_WEIGHTS,
     DEFAULT_WEIGHTS,
+    MAX_MISSING_NUMBERS_PER_CLAIM,
     TOKEN_MODEL,
     AnswerSignals,
     GroundingWeights,
@@ -101,6 +107,7 @@ __all__ = [
     "MAX_ALIGNED_SENTENCES",
     "MAX_CLAIMS",
     "MAX_CONTEXT_CHARS",
+    "MAX_MISSING_NUMBERS_PER_CLAIM",
     "NO_CHECKED_CLAIMS",
     "STANCE_WORDS",
     "THRESHOLDS",

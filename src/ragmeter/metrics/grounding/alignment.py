@@ -4,7 +4,6 @@ embedding cosines of the optional claim-support embedding term."""
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -13,6 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ragmeter.metrics.grounding.features import Context, terms
+from ragmeter.metrics.markers import strip_markers
 
 Alignment = tuple[float, float] | None  # (token precision, weakest token)
 Aligner = Callable[[list[str], Context], Alignment]
@@ -64,13 +64,11 @@ def _cosines(claims: list[str], context: Context, embedder: SentenceEmbedder) ->
     return [float(x) for x in (claim_vectors @ sentence_vectors.T).max(axis=1)]
 
 
-_CITATION_MARK = re.compile(r"\s*\[[^\[\]\n]{1,200}\]")
-
-
 def alignment_texts(claims: list[str], context: Context) -> list[str]:
-    """What ``token_aligner`` embeds: the claims as one text (citation marks such as
-    "[doc#section]" out), then the context sentences it is aligned to."""
-    answer = _CITATION_MARK.sub("", " ".join(claims)).strip()
+    """What ``token_aligner`` embeds: the claims as one text (citation markers such as
+    "[doc#section]" out: ``ragmeter.metrics.markers``), then the context sentences it is
+    aligned to."""
+    answer = strip_markers(" ".join(claims)).text.strip()
     return [answer, *aligned_sentences(answer, context, MAX_ALIGNED_SENTENCES)]
 
 

@@ -20,12 +20,14 @@ from ragmeter.metrics.grounding.model import (
     ALIGNED_SCORE_WEIGHTS,
     DEFAULT_SCORE_WEIGHTS,
     DEFAULT_WEIGHTS,
+    MAX_MISSING_NUMBERS_PER_CLAIM,
     AnswerSignals,
     GroundingWeights,
     ScoreWeights,
     answer_signals,
 )
-from ragmeter.metrics.numbers import NumberMention, extract_numbers, value_key
+from ragmeter.metrics.markers import strip_markers
+from ragmeter.metrics.numbers import NumberMention, extract_numbers, unsupported_numbers
 
 THRESHOLDS: dict[str, float] = {"assertion": 0.7, "inference": 0.5}
 MAX_CLAIMS = 200
@@ -81,6 +83,7 @@ class Assessment:
     context: Context
     notes: list[str]
     non_claim_weight: float = 0.0
+    markers: tuple[str, ...] = ()  # ids of the answer's citation markers (removed before reading)
     signals: AnswerSignals | None = None  # None without claims
     score_weights: ScoreWeights = DEFAULT_SCORE_WEIGHTS
     aligned_score_weights: ScoreWeights = ALIGNED_SCORE_WEIGHTS
@@ -141,6 +144,7 @@ class Assessment:
             "unsupported_claims": [c.text for c in self.unsupported],
             "non_claims": [{"text": n.text[:300], "reason": n.reason} for n in self.non_claims],
             "fabricated_numbers": [n.text for n in self.fabricated_numbers],
+            "citation_markers": list(self.markers),
             "context_sentences": len(self.context.sentences),
             "notes": self.notes,
         }
@@ -157,7 +161,7 @@ def _support(
         lexical = (1 - w.embedding) * lexical + w.embedding * max(cosine, 0.0)
     value = (
         lexical
-        - w.missing_number * len(signals.missing_numbers)
+        - w.missing_number * min(signals.missing_weight, MAX_MISSING_NUMBERS_PER_CLAIM)
         - w.personal * personal
         - w.negation * signals.negation_mismatch
     )
@@ -175,8 +179,11 @@ def assess(
 ) -> Assessment:
     """Split, classify and score every claim of ``answer`` against the ``contexts`` texts;
     with an ``aligner`` (``token_aligner``: MiniLM word pieces) the score also uses the claims'
-    alignment to the context."""
+    alignment to the context. Citation markers ("[1]", "(Source: X)") are removed from the
+    answer first; their ids are kept in ``Assessment.markers``."""
     notes: list[str] = []
+    marked = strip_markers(answer)
+    answer = marked.text
     context = build_context(contexts, MAX_CONTEXT_CHARS)
     if context.truncated:
         notes.append(f"context cut to its first {MAX_CONTEXT_CHARS} characters")
@@ -207,8 +214,9 @@ def assess(
                 cosine,
             )
         )
-    numbers = [n for c in claims for n in extract_numbers(c.text)]
-    fabricated = [n for n in numbers if value_key(n.value) not in context.numbers]
+    by_claim = [extract_numbers(c.text, dates=True) for c in claims]
+    numbers = [n for found in by_claim for n in found]
+    fabricated = [n for found in by_claim for n in unsupported_numbers(found, context.numbers)]
     overall = None
     if verdicts:
         alignment = None
@@ -226,6 +234,7 @@ def assess(
         context,
         notes,
         weights.non_claim,
+        marked.ids,
         overall,
         score_weights,
         aligned_score_weights,

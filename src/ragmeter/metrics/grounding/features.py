@@ -1,6 +1,9 @@
 """Lexical evidence for grounding: content terms, negation, stance words, the precomputed
 context (``build_context``) and each claim's signals against it (``claim_signals``), including
-the numbers of the claim whose normalised value is not in the context."""
+the numbers of the claim whose normalised value is not in the context.
+
+Everything here is deterministic: no result depends on the iteration order of a set or on the
+hash seed (a claim's best sentence is the one sharing the most terms, the earliest on a tie)."""
 
 from __future__ import annotations
 
@@ -8,12 +11,21 @@ import re
 import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import lru_cache
 from itertools import pairwise
 from typing import Any
 
 from ragmeter.metrics import textmatch
 from ragmeter.metrics.claims import FILLERS, fold, split_sentences
-from ragmeter.metrics.numbers import extract_numbers, value_key
+from ragmeter.metrics.markers import strip_markers
+from ragmeter.metrics.numbers import (
+    NumberMention,
+    context_keys,
+    extract_numbers,
+    missing_weight,
+    unsupported_numbers,
+    value_key,
+)
 from ragmeter.text import stem, tokenize
 
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
@@ -30,7 +42,10 @@ _FRAGMENTS = frozenset(["s", "t", "m", "d", "ll", "re", "ve", "nt", "percent"])
 
 def terms(text: str) -> list[str]:
     """Content terms: NFKC-folded, stemmed content words; CJK runs become character bigrams;
-    numbers become one term per normalised value ("1,000" and "1000" are both ``#1000``)."""
+    numbers become one term per normalised value ("1,000" and "1000" are both ``#1000``; see
+    ``number_terms`` for dates and tokenised numbers). A unit conversion ("5 km (3.1 mi)") adds
+    no term. A context sentence also gets ``number_keys``."""
+    mentions = extract_numbers(text, dates=True)
     text = unicodedata.normalize("NFKC", text)
     out: list[str] = []
     for token in tokenize(text):
@@ -40,8 +55,24 @@ def terms(text: str) -> list[str]:
             out.extend(token[i : i + 2] for i in range(len(token) - 1))
         else:
             out.append(token)
-    out.extend("#" + value_key(n.value) for n in extract_numbers(text))
+    out.extend(t for n in mentions if not n.conversion for t in number_terms(n))
     return out
+
+
+def number_keys(text: str) -> frozenset[str]:
+    """Terms for every reading and part of the numbers of a context sentence
+    (``NumberMention.keys``: "12, 500" gives ``#12500``, ``#12`` and ``#500``, a date also
+    ``#date:1998-04-02``), so that any reading of a claim's number is found."""
+    return frozenset("#" + k for n in extract_numbers(text, dates=True) for k in n.keys)
+
+
+def number_terms(mention: NumberMention) -> list[str]:
+    """A claim's terms for one number: ``#`` + its value key, or the numbers it is written with
+    when it has several (a date: "April 2, 1998" is ``#2``, ``#1998``; "12, 500" is ``#12``,
+    ``#500``). They count as found when any reading of the number is in the context."""
+    if mention.parts:
+        return ["#" + value_key(p) for p in mention.parts]
+    return ["#" + mention.key]
 
 
 def has_negation(text: str) -> bool:
@@ -134,41 +165,65 @@ class Context:
     words: frozenset[str] = frozenset()  # every word, stop words included
 
 
+@dataclass(frozen=True)
+class _Sentence:
+    text: str
+    sequence: tuple[str, ...]  # ``terms``, in order
+    unique: frozenset[str]  # the terms and every number reading (``number_keys``)
+    negated: bool
+    words: tuple[str, ...]
+
+
+@lru_cache(maxsize=4096)  # chunk texts recur across the cases of a run
+def _chunk(text: str) -> tuple[_Sentence, ...]:
+    """One context text read once: its sentences and their terms."""
+    sentences = []
+    for sentence in split_sentences(text):
+        sequence = tuple(terms(sentence))
+        unique = frozenset(sequence) | number_keys(sentence)
+        sentences.append(
+            _Sentence(sentence, sequence, unique, has_negation(sentence), textmatch.words(sentence))
+        )
+    return tuple(sentences)
+
+
 def build_context(texts: list[str], max_chars: int = 2_000_000) -> Context:
-    """Sentence term sets, an inverted index, bigrams and number values of the context."""
-    sentences: list[str] = []
+    """Sentence term sets, an inverted index, bigrams and number values of the context (its
+    citation markers removed: ``ragmeter.metrics.markers``)."""
+    chunks: list[tuple[_Sentence, ...]] = []
+    numbers: set[str] = set()
     used = 0
     truncated = False
     for text in texts:
+        text = strip_markers(text).text
+        # the numbers come from the whole text, the sentences from what fits
+        numbers.update(context_keys(extract_numbers(text, dates=True)))
         if used + len(text) > max_chars:
             text = text[: max(0, max_chars - used)]
             truncated = True
         used += len(text)
-        sentences.extend(split_sentences(text))
-    sentence_terms: list[frozenset[str]] = []
+        chunks.append(_chunk(text))
+    sentences = [s for chunk in chunks for s in chunk]
     index: dict[str, list[int]] = {}
     all_terms: set[str] = set()
     bigrams: set[tuple[str, str]] = set()
+    context_words: set[str] = set()
     for position, sentence in enumerate(sentences):
-        sequence = terms(sentence)
-        bigrams.update(pairwise(sequence))
-        unique = frozenset(sequence)
-        sentence_terms.append(unique)
-        all_terms.update(unique)
-        for term in unique:
+        bigrams.update(pairwise(sentence.sequence))
+        all_terms.update(sentence.unique)
+        context_words.update(sentence.words)
+        for term in sentence.unique:
             index.setdefault(term, []).append(position)
-    numbers = frozenset(value_key(n.value) for t in texts for n in extract_numbers(t))
-    context_words = frozenset(w for sentence in sentences for w in textmatch.words(sentence))
     return Context(
-        sentences=sentences,
-        sentence_terms=sentence_terms,
-        sentence_negated=[has_negation(s) for s in sentences],
+        sentences=[s.text for s in sentences],
+        sentence_terms=[s.unique for s in sentences],
+        sentence_negated=[s.negated for s in sentences],
         index=index,
         terms=frozenset(all_terms),
         bigrams=frozenset(bigrams),
-        numbers=numbers,
+        numbers=frozenset(numbers),
         truncated=truncated,
-        words=context_words,
+        words=frozenset(context_words),
     )
 
 
@@ -191,30 +246,47 @@ class ClaimSignals:
     fact_bigrams: int = 0
     fact_bigrams_found: int = 0
     novel_facts: frozenset[str] = frozenset()
+    # the missing numbers counted by the written numbers not in the context (at least 1 each):
+    # "march 30 , 2002" with neither 30 nor 2002 in the context counts 2 (``missing_weight``)
+    missing_weight: int = 0
 
 
 def claim_signals(claim: str, context: Context) -> ClaimSignals:
     sequence = terms(claim)
     unique = set(sequence)
-    numbers = extract_numbers(claim)
-    missing = [n.text for n in numbers if value_key(n.value) not in context.numbers]
+    numbers = extract_numbers(claim, dates=True)
+    unsupported = unsupported_numbers(numbers, context.numbers)
+    missing = [n.text for n in unsupported]
+    weight = sum(missing_weight(n, context.numbers) for n in unsupported)
+    # a number supported by another reading than its term's ("12, 500" by 12 and 500, a
+    # conversion, a date's second reading) counts as found
+    missing_at = {n.start for n in unsupported}
+    known = context.terms | {
+        t
+        for n in numbers
+        if not n.conversion and n.start not in missing_at
+        for t in number_terms(n)
+    }
     facts = [t for t in sequence if t not in _NOT_FACT]
     fact_set = set(facts)
     fact_pairs = list(pairwise(facts))
     fact_fields: dict[str, Any] = {
         "fact_terms": len(fact_set),
-        "fact_found": len(fact_set & context.terms),
+        "fact_found": len(fact_set & known),
         "fact_bigrams": len(fact_pairs),
         "fact_bigrams_found": sum(p in context.bigrams for p in fact_pairs),
-        "novel_facts": frozenset(fact_set - context.terms),
+        "novel_facts": frozenset(fact_set - known),
     }
     if not unique:
-        return ClaimSignals(0, 1.0, 1.0, None, 1.0, [], missing, len(numbers), **fact_fields)
-    found = unique & context.terms
+        return ClaimSignals(
+            0, 1.0, 1.0, None, 1.0, [], missing, len(numbers), missing_weight=weight, **fact_fields
+        )
+    found = unique & known
     hits: Counter[int] = Counter()
     for term in found:
-        hits.update(context.index[term])
-    best, best_hits = (hits.most_common(1)[0]) if hits else (None, 0)
+        hits.update(context.index.get(term, ()))
+    # the sentence sharing the most terms; on a tie the earliest (not the set's order)
+    best, best_hits = min(hits.items(), key=lambda kv: (-kv[1], kv[0])) if hits else (None, 0)
     pairs = list(pairwise(sequence))
     bigram = sum(p in context.bigrams for p in pairs) / len(pairs) if pairs else float(bool(found))
     negation = best is not None and has_negation(claim) != context.sentence_negated[best]
@@ -226,7 +298,8 @@ def claim_signals(claim: str, context: Context) -> ClaimSignals:
         bigram_coverage=bigram,
         novel_terms=sorted(unique - found),
         missing_numbers=missing,
-        n_numbers=len(numbers),
+        n_numbers=sum(not n.conversion for n in numbers),
+        missing_weight=weight,
         negation_mismatch=negation,
         **fact_fields,
     )

@@ -30,6 +30,11 @@ class GroundingWeights:
     non_claim: float = 0.0
 
 
+# at most this many missing numbers of one claim count, in its support (so at most
+# 2 x ``missing_number`` = 0.6 is taken off) and in ``grounding_score``'s ``missing_numbers``
+# signal; ``numeric_fabrication_count`` counts them all
+MAX_MISSING_NUMBERS_PER_CLAIM = 2
+
 # per-claim support weights (claim verdicts, ``mean_support``): chosen by an earlier grid search
 # on the seeded tuning halves of Q-squared and BEGIN dev (docs/grounding.md); they no longer
 # enter ``grounding_score``, which has its own fitted weights (``DEFAULT_SCORE_WEIGHTS``).
@@ -43,7 +48,9 @@ class AnswerSignals:
 
     fact_coverage: float  # found / all fact terms, summed over the claims (1.0 without any)
     fact_bigram_coverage: float  # the same over consecutive fact-term pairs
-    missing_numbers: int  # numbers of the claims whose value is not in the context
+    # numbers of the claims whose value is not in the context, at most
+    # ``MAX_MISSING_NUMBERS_PER_CLAIM`` per claim
+    missing_numbers: int
     novel_terms: int  # distinct fact terms of the claims not in the context
     personal: bool  # a first- or second-person word anywhere in the answer
     word_recall: float  # share of all the answer's words (stop words too) in the context
@@ -93,7 +100,7 @@ def answer_signals(
     return AnswerSignals(
         fact_coverage=coverage,
         fact_bigram_coverage=bigram,
-        missing_numbers=sum(len(c.missing_numbers) for c in claims),
+        missing_numbers=sum(min(c.missing_weight, MAX_MISSING_NUMBERS_PER_CLAIM) for c in claims),
         novel_terms=len(frozenset().union(*(c.novel_facts for c in claims))),
         personal=bool(_PERSON_WORD.search(folded)),
         word_recall=recall,
