@@ -7,6 +7,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -63,3 +64,20 @@ def reference_server() -> Iterator[str]:
 def write_jsonl(path: Path, rows: list[dict[str, object]]) -> Path:
     path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
     return path
+
+
+@pytest.fixture
+def judge_servers() -> Iterator[Any]:
+    """Start scripted judge servers on 127.0.0.1 (tests.test_judges_unit.JudgeServer); all are
+    closed after the test."""
+    from tests.test_judges_unit import JudgeServer
+
+    servers: list[JudgeServer] = []
+
+    def start(script: Any) -> JudgeServer:
+        servers.append(JudgeServer(script))
+        return servers[-1]
+
+    yield start
+    for server in servers:
+        server.close()

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,21 +14,7 @@ import pytest
 from ragmeter import EvalConfig, evaluate, evaluate_async
 from ragmeter.judges.cache import JudgeStore
 from ragmeter.models import RunRecord
-from tests.test_judges_unit import JudgeServer, smart_judge
-
-
-@pytest.fixture
-def serve() -> Iterator[Callable[[Any], JudgeServer]]:
-    servers: list[JudgeServer] = []
-
-    def start(script: Any) -> JudgeServer:
-        servers.append(JudgeServer(script))
-        return servers[-1]
-
-    yield start
-    for server in servers:
-        server.close()
-
+from tests.test_judges_unit import smart_judge
 
 CASES = 3
 
@@ -51,8 +36,12 @@ def judge_models(record: RunRecord, store: Path) -> set[str]:
     return {row["model"] for row in JudgeStore(store).calls() if row["run_id"] == record.id}
 
 
-def test_two_runs_in_one_loop_each_use_their_own_judge(serve: Any, tmp_path: Path) -> None:
-    first, second, spot = serve(smart_judge), serve(smart_judge), serve(smart_judge)
+def test_two_runs_in_one_loop_each_use_their_own_judge(judge_servers: Any, tmp_path: Path) -> None:
+    first, second, spot = (
+        judge_servers(smart_judge),
+        judge_servers(smart_judge),
+        judge_servers(smart_judge),
+    )
     config_a = config_for(tmp_path / "a", first.url)
     config_b = config_for(
         tmp_path / "b", second.url, spot_check=2, second_judge=f"{spot.url}/v1#spot"
@@ -91,8 +80,8 @@ def test_two_runs_in_one_loop_each_use_their_own_judge(serve: Any, tmp_path: Pat
     assert run_file["config"]["judge"] == config_b.judge
 
 
-def test_evaluate_inside_a_running_event_loop(serve: Any, tmp_path: Path) -> None:
-    judge = serve(smart_judge)
+def test_evaluate_inside_a_running_event_loop(judge_servers: Any, tmp_path: Path) -> None:
+    judge = judge_servers(smart_judge)
     config = config_for(tmp_path, judge.url)
 
     async def notebook_cell() -> Any:

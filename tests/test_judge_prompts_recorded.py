@@ -4,36 +4,20 @@ own citations, and the exact prompt versions are recorded in the run's config an
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from ragmeter import EvalConfig, evaluate
 from ragmeter.judges.templates import load_prompt
 from ragmeter.metrics.judged import cited_sources
 from ragmeter.models import Response
-from tests.test_judges_unit import JudgeServer, smart_judge
-
-
-@pytest.fixture
-def serve() -> Iterator[Callable[[Any], JudgeServer]]:
-    servers: list[JudgeServer] = []
-
-    def start(script: Any) -> JudgeServer:
-        servers.append(JudgeServer(script))
-        return servers[-1]
-
-    yield start
-    for server in servers:
-        server.close()
+from tests.test_judges_unit import smart_judge
 
 
 def test_groundedness_prompt_follows_seed_004_and_shows_the_citations(
-    serve: Any, tmp_path: Path
+    judge_servers: Any, tmp_path: Path
 ) -> None:
-    judge = serve(smart_judge)
+    judge = judge_servers(smart_judge)
     outcome = evaluate(
         EvalConfig(
             store=str(tmp_path / "r.db"), output_dir=str(tmp_path / "o"), progress=False,
