@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ragmeter.config import DEFAULT_STORE, EvalConfig, TargetConfig
+from ragmeter.config import DEFAULT_STORE, EvalConfig, TargetConfig, config_from_snapshot
 from ragmeter.datasets import load_datasets
 from ragmeter.errors import EXIT_INTERRUPTED, InputError, RagmeterError
 from ragmeter.models import Case, CaseResult, RunRecord, Score
@@ -32,26 +32,21 @@ from ragmeter.runner.scoring import (
     _score_in_thread,
     check_scoring_config,
     metric_settings,
-    record_config,
     score_results,
     score_run,
 )
 from ragmeter.store.sqlite import RunStore
 from ragmeter.targets import Target, TargetError, build_target
 
-_record_config = record_config  # the old private name, still imported by the CLI
-
 __all__ = [
     "RunInterruptedError",
     "RunOutcome",
     "ScoringStoppedError",
-    "_record_config",
     "evaluate",
     "evaluate_async",
     "metric_settings",
     "new_run_record",
     "now_iso",
-    "record_config",
     "run_evaluation_async",
     "sample_cases",
     "score_results",
@@ -220,7 +215,7 @@ async def run_evaluation_async(
                 )
             # the run's own settings, except where this invocation names another output folder
             given = {"store", "progress"} | (config.model_fields_set & {"output_dir"})
-            config = record_config(record.config).model_copy(
+            config = config_from_snapshot(record.config).model_copy(
                 update={name: getattr(config, name) for name in given}
             )
             run_cases = store.get_cases(record.id)

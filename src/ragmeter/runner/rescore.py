@@ -5,10 +5,11 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from ragmeter.config import config_from_snapshot
 from ragmeter.errors import InputError
 from ragmeter.runfile import RunFile
 from ragmeter.runner import preflight
-from ragmeter.runner.engine import RunOutcome, new_run_record, record_config, score_run
+from ragmeter.runner.engine import RunOutcome, new_run_record, score_run
 from ragmeter.store.sqlite import RunStore
 
 
@@ -32,7 +33,7 @@ def rescore(
         update = {**changes, "store": store_path}
         if output_dir is not None:
             update["output_dir"] = output_dir
-        config = record_config(source.config).model_copy(update=update)
+        config = config_from_snapshot(source.config).model_copy(update=update)
         preflight.check_names(config)
         preflight.check_options(config)
         judge_info = asyncio.run(preflight.check_judges(config)) if config.judge else {}

@@ -105,11 +105,6 @@ def score_results(
     return scores
 
 
-def record_config(stored: dict[str, Any]) -> EvalConfig:
-    fields = {k: v for k, v in stored.items() if k in EvalConfig.model_fields}
-    return EvalConfig.model_validate(fields)
-
-
 def check_scoring_config(config: EvalConfig) -> None:
     """Fail before any question is asked if breakdowns, targets or weights are malformed."""
     for field in config.breakdowns:
