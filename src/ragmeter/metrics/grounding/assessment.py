@@ -47,6 +47,7 @@ class ClaimVerdict:
     signals: ClaimSignals
     personal: bool = False
     embedding_cosine: float | None = None
+    model_support: float | None = None  # an NLI model's entailment probability, when one is used
 
     def as_dict(self, context: Context) -> dict[str, Any]:
         best = self.signals.best_sentence
@@ -69,6 +70,7 @@ class ClaimVerdict:
             "embedding_cosine": None
             if self.embedding_cosine is None
             else round(self.embedding_cosine, 4),
+            "model_support": None if self.model_support is None else round(self.model_support, 4),
         }
 
 
@@ -87,6 +89,7 @@ class Assessment:
     signals: AnswerSignals | None = None  # None without claims
     score_weights: ScoreWeights = DEFAULT_SCORE_WEIGHTS
     aligned_score_weights: ScoreWeights = ALIGNED_SCORE_WEIGHTS
+    model_score: float | None = None  # set when an NLI model scores the claims (score_model "nli")
 
     @property
     def checked(self) -> list[ClaimVerdict]:
@@ -104,6 +107,8 @@ class Assessment:
     def score_model(self) -> str | None:
         """Which weights ``score`` uses: "aligned" (lexical and word-piece signals) when the
         answer has its alignment signals, else "lexical". None without claims."""
+        if self.model_score is not None:
+            return "nli"
         if self.signals is None:
             return None
         return "aligned" if self.signals.aligned else "lexical"
@@ -111,7 +116,10 @@ class Assessment:
     @property
     def score(self) -> float | None:
         """``grounding_score``: the answer's signals through the weights of its
-        ``score_model`` (a logistic model, in (0, 1)). None without claims."""
+        ``score_model`` (a logistic model, in (0, 1)), or the NLI model's score when one was
+        used. None without claims."""
+        if self.model_score is not None:
+            return self.model_score
         if self.signals is None:
             return None
         if self.signals.aligned:
@@ -176,6 +184,8 @@ def assess(
     score_weights: ScoreWeights = DEFAULT_SCORE_WEIGHTS,
     aligner: Aligner | None = None,
     aligned_score_weights: ScoreWeights = ALIGNED_SCORE_WEIGHTS,
+    *,
+    question: str | None = None,
 ) -> Assessment:
     """Split, classify and score every claim of ``answer`` against the ``contexts`` texts;
     with an ``aligner`` (``token_aligner``: MiniLM word pieces) the score also uses the claims'

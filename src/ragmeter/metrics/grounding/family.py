@@ -58,7 +58,7 @@ class GroundingState:
         self.align = align
         self._embedder: SentenceEmbedder | None = None
         self.embedder_note: str | None = None
-        self._cache: dict[tuple[str, tuple[str, ...]], Assessment] = {}
+        self._cache: dict[tuple[str, str, tuple[str, ...]], Assessment] = {}
         self._tried = False
         self._token_embedder: TokenEmbedder | None = None
         self.token_note: str | None = None if align else "word-piece alignment off: lexical model"
@@ -163,18 +163,19 @@ class GroundingState:
                     vectors[key[0]], [vectors[t] for t in key[1:]]
                 )
 
-    def assess(self, response: Response) -> Assessment:
-        key = (response.answer, tuple(chunk.text for chunk in response.retrieved))
+    def assess(self, case: Case, response: Response) -> Assessment:
+        key = (case.question, response.answer, tuple(chunk.text for chunk in response.retrieved))
         found = self._cache.get(key)
         if found is None:
             found = assess(
-                key[0],
-                list(key[1]),
+                response.answer,
+                list(key[2]),
                 self.weights,
                 self.embedder(),
                 self.score_weights,
                 self.aligner(),
                 self.aligned_score_weights,
+                question=case.question,
             )
             found.notes.extend(n for n in (self.embedder_note, self.token_note) if n)
             if len(self._cache) > 1024:
@@ -197,33 +198,33 @@ def grounding_metrics(
         align=settings.grounding_model == "auto",
     )
 
-    def support_rate(_: Case, response: Response) -> MetricOutput:
+    def support_rate(case: Case, response: Response) -> MetricOutput:
         _skip_abstention(response)
-        result = state.assess(response)
+        result = state.assess(case, response)
         checked = result.checked
         if not checked:
             raise SkipScore(NO_CHECKED_CLAIMS)
         supported = sum(bool(c.supported) for c in checked)
         return supported / len(checked), result.details()
 
-    def unsupported_count(_: Case, response: Response) -> MetricOutput:
+    def unsupported_count(case: Case, response: Response) -> MetricOutput:
         _skip_abstention(response)
-        result = state.assess(response)
+        result = state.assess(case, response)
         if not result.checked:
             raise SkipScore(NO_CHECKED_CLAIMS)
         return float(len(result.unsupported)), result.details()
 
-    def numeric_fabrications(_: Case, response: Response) -> MetricOutput:
-        result = state.assess(response)
+    def numeric_fabrications(case: Case, response: Response) -> MetricOutput:
+        result = state.assess(case, response)
         return float(len(result.fabricated_numbers)), {
             "answer_numbers": [n.text for n in result.answer_numbers],
             "normalized": [n.normalized for n in result.answer_numbers],
             "fabricated_numbers": [n.text for n in result.fabricated_numbers],
         }
 
-    def score(_: Case, response: Response) -> MetricOutput:
+    def score(case: Case, response: Response) -> MetricOutput:
         _skip_abstention(response)
-        result = state.assess(response)
+        result = state.assess(case, response)
         if result.score is None:
             raise SkipScore("no checkable claims (empty, refusal-only or question-only answer)")
         return result.score, result.details()
