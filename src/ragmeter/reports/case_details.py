@@ -105,6 +105,25 @@ def _rows(value: Any) -> list[dict[str, Any]]:
     return [row for row in value if isinstance(row, dict)] if isinstance(value, list) else []
 
 
+def _grounding_reasons(row: dict[str, Any]) -> str:
+    """What the grounding check found against one claim, in words."""
+    found = []
+    asked = row.get("from_question")
+    if isinstance(asked, dict) and asked.get("statement"):
+        found.append(f"read as {asked.get('reads_as')}: {asked['statement']}")
+    if row.get("unbound_terms"):
+        found.append("bound to something else in the context: " + ", ".join(row["unbound_terms"]))
+    if row.get("lost_qualifiers"):
+        found.append("the context says " + ", ".join(row["lost_qualifiers"]))
+    if row.get("missing_numbers"):
+        found.append("numbers not in the context: " + ", ".join(row["missing_numbers"]))
+    if row.get("negation_mismatch"):
+        found.append("negated on one side only")
+    if row.get("novel_terms"):
+        found.append("not in the context: " + ", ".join(row["novel_terms"][:5]))
+    return "; ".join(found)
+
+
 def _special(key: str, value: Any) -> tuple[str, str] | None:
     """The findings in the structured details of the judged and grounding metrics."""
     rows = _rows(value)
@@ -116,8 +135,13 @@ def _special(key: str, value: Any) -> tuple[str, str] | None:
             f"unsupported claims ({len(bad)} of {len(rows)})",
             _items(bad, lambda r: f"{r.get('claim', '')} ({r.get('reason') or 'no reason'})"),
         )
-    if key == "claims" and rows:  # grounding: its unsupported_claims say it shorter
-        return ("", "")
+    if key == "claims" and rows:  # grounding: why each unsupported claim is unsupported
+        reasons = [
+            f"{r.get('claim', '')}: {why}"
+            for r in rows
+            if r.get("verdict") == "unsupported" and (why := _grounding_reasons(r))
+        ]
+        return ("why unsupported", _items(reasons, str)) if reasons else ("", "")
     if key == "statements" and rows:  # judged context recall
         bad = [r for r in rows if not r.get("attributed")]
         if not bad:

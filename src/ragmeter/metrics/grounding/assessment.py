@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ragmeter.metrics.claims import ClaimType, NonClaim, extract_claims
+from ragmeter.metrics.claims import Claim, ClaimType, NonClaim, extract_claims
 from ragmeter.metrics.grounding.alignment import Aligner, SentenceEmbedder, _cosines
 from ragmeter.metrics.grounding.features import (
     ClaimSignals,
@@ -21,11 +21,14 @@ from ragmeter.metrics.grounding.model import (
     DEFAULT_SCORE_WEIGHTS,
     DEFAULT_WEIGHTS,
     MAX_MISSING_NUMBERS_PER_CLAIM,
+    MAX_RELATION_VIOLATIONS_PER_CLAIM,
     AnswerSignals,
     GroundingWeights,
     ScoreWeights,
     answer_signals,
 )
+from ragmeter.metrics.grounding.questions import QuestionClaim, question_claim
+from ragmeter.metrics.grounding.relations import KeyTerm
 from ragmeter.metrics.markers import strip_markers
 from ragmeter.metrics.numbers import NumberMention, extract_numbers, unsupported_numbers
 
@@ -48,6 +51,7 @@ class ClaimVerdict:
     personal: bool = False
     embedding_cosine: float | None = None
     model_support: float | None = None  # an NLI model's entailment probability, when one is used
+    asked: QuestionClaim | None = None  # a short answer read through its question
 
     def as_dict(self, context: Context) -> dict[str, Any]:
         best = self.signals.best_sentence
@@ -66,11 +70,22 @@ class ClaimVerdict:
             "novel_terms": self.signals.novel_terms[:20],
             "missing_numbers": self.signals.missing_numbers,
             "negation_mismatch": self.signals.negation_mismatch,
+            "unbound_terms": [] if self.signals.relation is None else self.signals.relation.unbound,
+            "lost_qualifiers": []
+            if self.signals.relation is None
+            else self.signals.relation.lost_qualifiers,
             "personal": self.personal,
             "embedding_cosine": None
             if self.embedding_cosine is None
             else round(self.embedding_cosine, 4),
             "model_support": None if self.model_support is None else round(self.model_support, 4),
+            "from_question": None
+            if self.asked is None
+            else {
+                "answer": self.asked.answer,
+                "reads_as": self.asked.polarity,
+                "statement": self.asked.text,
+            },
         }
 
 
@@ -90,6 +105,7 @@ class Assessment:
     score_weights: ScoreWeights = DEFAULT_SCORE_WEIGHTS
     aligned_score_weights: ScoreWeights = ALIGNED_SCORE_WEIGHTS
     model_score: float | None = None  # set when an NLI model scores the claims (score_model "nli")
+    asked: QuestionClaim | None = None  # a short answer read through its question ("question")
 
     @property
     def checked(self) -> list[ClaimVerdict]:
@@ -105,10 +121,14 @@ class Assessment:
 
     @property
     def score_model(self) -> str | None:
-        """Which weights ``score`` uses: "aligned" (lexical and word-piece signals) when the
-        answer has its alignment signals, else "lexical". None without claims."""
+        """Which model ``score`` uses: "nli" (a local NLI model), "question" (a yes/no answer
+        read through its question: the support of the statement it asserts), "aligned"
+        (lexical and word-piece signals) when the answer has its alignment signals, else
+        "lexical". None without claims."""
         if self.model_score is not None:
             return "nli"
+        if self.asked is not None and self.asked.polarity != "span":
+            return "question"
         if self.signals is None:
             return None
         return "aligned" if self.signals.aligned else "lexical"
@@ -116,15 +136,22 @@ class Assessment:
     @property
     def score(self) -> float | None:
         """``grounding_score``: the answer's signals through the weights of its
-        ``score_model`` (a logistic model, in (0, 1)), or the NLI model's score when one was
-        used. None without claims."""
+        ``score_model`` (a logistic model, in (0, 1)), capped by the claim support for a span
+        answer read through its question; a yes/no answer's statement support; or the NLI
+        model's score when one was used. None without claims."""
         if self.model_score is not None:
             return self.model_score
+        if self.asked is not None and self.asked.polarity != "span":
+            return self.claims[0].support if self.claims else None
         if self.signals is None:
             return None
         if self.signals.aligned:
-            return self.aligned_score_weights.score(self.signals)
-        return self.score_weights.score(self.signals)
+            value = self.aligned_score_weights.score(self.signals)
+        else:
+            value = self.score_weights.score(self.signals)
+        if self.asked is not None:  # a span: no higher than its claims' support
+            value = min([value, *(c.support for c in self.claims)])
+        return value
 
     @property
     def mean_support(self) -> float | None:
@@ -172,8 +199,89 @@ def _support(
         - w.missing_number * min(signals.missing_weight, MAX_MISSING_NUMBERS_PER_CLAIM)
         - w.personal * personal
         - w.negation * signals.negation_mismatch
+        - w.relation * min(signals.relation_violations, MAX_RELATION_VIOLATIONS_PER_CLAIM)
     )
     return min(1.0, max(0.0, value))
+
+
+def _verdicts(
+    claims: list[Claim],
+    context: Context,
+    weights: GroundingWeights,
+    embedder: SentenceEmbedder | None,
+    notes: list[str],
+    focus: KeyTerm | None = None,
+    asked_terms: frozenset[str] = frozenset(),
+) -> list[ClaimVerdict]:
+    cosines: list[float | None] = [None] * len(claims)
+    if embedder is not None and weights.embedding > 0:
+        try:
+            cosines = list(_cosines([c.text for c in claims], context, embedder))
+        except Exception as exc:  # fail soft: lexical only, and say why
+            notes.append(f"embedding alignment not used: {type(exc).__name__}: {exc}")
+    verdicts: list[ClaimVerdict] = []
+    for claim, cosine in zip(claims, cosines, strict=True):
+        signals = claim_signals(claim.text, context, focus=focus, asked=asked_terms)
+        personal = is_personal(claim.text)
+        support = _support(signals, personal, cosine, weights)
+        supported = None if claim.type == "general" else support >= THRESHOLDS[claim.type]
+        verdicts.append(
+            ClaimVerdict(
+                claim.text,
+                claim.type,
+                claim.indicator,
+                support,
+                supported,
+                signals,
+                personal,
+                cosine,
+            )
+        )
+    return verdicts
+
+
+def _question_verdict(
+    asked: QuestionClaim, context: Context, weights: GroundingWeights
+) -> ClaimVerdict:
+    """The verdict on what a yes/no answer asserts about its question (``questions``).
+
+    "yes" is supported like the question's statement, except that a context negating the
+    statement caps its support at 0.3. "no" is supported by a context that negates the
+    statement or binds its names and numbers to something else (or names another in their
+    place), with the share of the statement's terms it accounts for; otherwise its support is
+    1 minus the statement's."""
+    signals = claim_signals(asked.text, context)
+    support = _support(signals, False, None, weights)
+    if asked.polarity == "yes" and signals.negation_mismatch:
+        support = min(support, 0.3)
+    elif asked.polarity == "no":
+        relation = signals.relation
+        absent = len(relation.absent) if relation is not None else 0
+        if signals.negation_mismatch or signals.relation_violations or absent:
+            found = signals.coverage * signals.n_terms
+            support = min(1.0, (found + absent) / max(signals.n_terms, 1))
+        else:
+            support = 1.0 - support
+    return ClaimVerdict(
+        asked.text,
+        "assertion",
+        None,
+        support,
+        support >= THRESHOLDS["assertion"],
+        signals,
+        asked=asked,
+    )
+
+
+def _focus(
+    asked: QuestionClaim | None, question: str | None
+) -> tuple[KeyTerm | None, frozenset[str]]:
+    """A span answer's focus (its terms the question does not have) and the question's terms."""
+    if asked is None or asked.focus is None or not question:
+        return None, frozenset()
+    asked_terms = frozenset(terms(question))
+    readings = tuple(t for t in dict.fromkeys(terms(asked.focus)) if t not in asked_terms)
+    return (KeyTerm(asked.focus, readings) if readings else None), asked_terms
 
 
 def assess(
@@ -197,40 +305,27 @@ def assess(
     context = build_context(contexts, MAX_CONTEXT_CHARS)
     if context.truncated:
         notes.append(f"context cut to its first {MAX_CONTEXT_CHARS} characters")
-    claims, non_claims = extract_claims(answer, MAX_CLAIMS)
-    if len(claims) == MAX_CLAIMS:
-        notes.append(f"only the first {MAX_CLAIMS} claims were checked")
-    cosines: list[float | None] = [None] * len(claims)
-    if embedder is not None and weights.embedding > 0:
-        try:
-            cosines = list(_cosines([c.text for c in claims], context, embedder))
-        except Exception as exc:  # fail soft: lexical only, and say why
-            notes.append(f"embedding alignment not used: {type(exc).__name__}: {exc}")
-    verdicts: list[ClaimVerdict] = []
-    for claim, cosine in zip(claims, cosines, strict=True):
-        signals = claim_signals(claim.text, context)
-        personal = is_personal(claim.text)
-        support = _support(signals, personal, cosine, weights)
-        supported = None if claim.type == "general" else support >= THRESHOLDS[claim.type]
-        verdicts.append(
-            ClaimVerdict(
-                claim.text,
-                claim.type,
-                claim.indicator,
-                support,
-                supported,
-                signals,
-                personal,
-                cosine,
-            )
-        )
-    by_claim = [extract_numbers(c.text, dates=True) for c in claims]
+    asked = question_claim(question, answer)
+    if asked is not None and asked.polarity != "span":
+        verdicts = [_question_verdict(asked, context, weights)]
+        claims: list[Claim] = [Claim(asked.text, "assertion", None)]
+        non_claims: list[NonClaim] = []
+        by_claim = [extract_numbers(asked.answer, dates=True)]
+    else:
+        claims, non_claims = extract_claims(answer, MAX_CLAIMS)
+        if len(claims) == MAX_CLAIMS:
+            notes.append(f"only the first {MAX_CLAIMS} claims were checked")
+        focus, asked_terms = _focus(asked, question)
+        verdicts = _verdicts(claims, context, weights, embedder, notes, focus, asked_terms)
+        for verdict in verdicts:
+            verdict.asked = asked
+        by_claim = [extract_numbers(c.text, dates=True) for c in claims]
     numbers = [n for found in by_claim for n in found]
     fabricated = [n for found in by_claim for n in unsupported_numbers(found, context.numbers)]
     overall = None
     if verdicts:
         alignment = None
-        if aligner is not None:
+        if aligner is not None and asked is None:
             try:
                 alignment = aligner([c.text for c in claims], context)
             except Exception as exc:  # fail soft: the lexical model, and say why
@@ -248,4 +343,5 @@ def assess(
         overall,
         score_weights,
         aligned_score_weights,
+        asked=asked,
     )

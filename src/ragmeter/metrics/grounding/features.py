@@ -17,6 +17,17 @@ from typing import Any
 
 from ragmeter.metrics import textmatch
 from ragmeter.metrics.claims import FILLERS, fold, split_sentences
+from ragmeter.metrics.grounding.relations import (
+    MAX_HEADING_WORDS,
+    KeyTerm,
+    Relation,
+    Windows,
+    context_names,
+    continues,
+    key_terms,
+    name_evidence,
+    relation,
+)
 from ragmeter.metrics.markers import strip_markers
 from ragmeter.metrics.numbers import (
     NumberMention,
@@ -163,6 +174,8 @@ class Context:
     numbers: frozenset[str]
     truncated: bool = False
     words: frozenset[str] = frozenset()  # every word, stop words included
+    windows: Windows | None = None  # sentence windows for the relation check (``relations``)
+    names: frozenset[str] = frozenset()  # words the context writes as names (``relations``)
 
 
 @dataclass(frozen=True)
@@ -172,6 +185,9 @@ class _Sentence:
     unique: frozenset[str]  # the terms and every number reading (``number_keys``)
     negated: bool
     words: tuple[str, ...]
+    continues: bool  # opens with a pronoun: continues the sentence before
+    names: tuple[frozenset[str], frozenset[str], frozenset[str]]  # ``name_evidence``
+    heading: bool  # short and without a sentence end: a title for the sentences after it
 
 
 @lru_cache(maxsize=4096)  # chunk texts recur across the cases of a run
@@ -181,8 +197,18 @@ def _chunk(text: str) -> tuple[_Sentence, ...]:
     for sentence in split_sentences(text):
         sequence = tuple(terms(sentence))
         unique = frozenset(sequence) | number_keys(sentence)
+        words = textmatch.words(sentence)
         sentences.append(
-            _Sentence(sentence, sequence, unique, has_negation(sentence), textmatch.words(sentence))
+            _Sentence(
+                sentence,
+                sequence,
+                unique,
+                has_negation(sentence),
+                words,
+                continues(sentence),
+                name_evidence(sentence),
+                len(words) <= MAX_HEADING_WORDS and not sentence.rstrip().endswith((".", "!", "?")),
+            )
         )
     return tuple(sentences)
 
@@ -204,6 +230,14 @@ def build_context(texts: list[str], max_chars: int = 2_000_000) -> Context:
         used += len(text)
         chunks.append(_chunk(text))
     sentences = [s for chunk in chunks for s in chunk]
+    previous: list[int | None] = []
+    heading: list[int | None] = []
+    for chunk in chunks:
+        first = len(previous)
+        head = first if chunk and chunk[0].heading and len(chunk) > 1 else None
+        for offset, sentence in enumerate(chunk):
+            previous.append(first + offset - 1 if offset and sentence.continues else None)
+            heading.append(head if head is not None and offset else None)
     index: dict[str, list[int]] = {}
     all_terms: set[str] = set()
     bigrams: set[tuple[str, str]] = set()
@@ -224,6 +258,8 @@ def build_context(texts: list[str], max_chars: int = 2_000_000) -> Context:
         numbers=frozenset(numbers),
         truncated=truncated,
         words=frozenset(context_words),
+        windows=Windows([s.unique for s in sentences], previous, heading),
+        names=context_names([s.names for s in sentences]),
     )
 
 
@@ -249,9 +285,22 @@ class ClaimSignals:
     # the missing numbers counted by the written numbers not in the context (at least 1 each):
     # "march 30 , 2002" with neither 30 nor 2002 in the context counts 2 (``missing_weight``)
     missing_weight: int = 0
+    relation: Relation | None = None  # the relation-level check (``relations``)
+
+    @property
+    def relation_violations(self) -> int:
+        return 0 if self.relation is None else self.relation.violations
 
 
-def claim_signals(claim: str, context: Context) -> ClaimSignals:
+def claim_signals(
+    claim: str,
+    context: Context,
+    *,
+    focus: KeyTerm | None = None,
+    asked: frozenset[str] = frozenset(),
+) -> ClaimSignals:
+    """The claim's evidence in the context; a span answer's ``focus`` must also sit in the
+    window its question (``asked``: the question's terms) points to (``relations``)."""
     sequence = terms(claim)
     unique = set(sequence)
     numbers = extract_numbers(claim, dates=True)
@@ -290,6 +339,12 @@ def claim_signals(claim: str, context: Context) -> ClaimSignals:
     pairs = list(pairwise(sequence))
     bigram = sum(p in context.bigrams for p in pairs) / len(pairs) if pairs else float(bool(found))
     negation = best is not None and has_negation(claim) != context.sentence_negated[best]
+    bound = None
+    if context.windows is not None:
+        keys = key_terms(claim, numbers, context.names)
+        bound = relation(
+            claim, unique, keys, context.windows, context.index, context.sentences, focus, asked
+        )
     return ClaimSignals(
         n_terms=len(unique),
         coverage=len(found) / len(unique),
@@ -301,6 +356,7 @@ def claim_signals(claim: str, context: Context) -> ClaimSignals:
         n_numbers=sum(not n.conversion for n in numbers),
         missing_weight=weight,
         negation_mismatch=negation,
+        relation=bound,
         **fact_fields,
     )
 

@@ -28,12 +28,16 @@ class GroundingWeights:
     negation: float = 0.2
     embedding: float = 0.0
     non_claim: float = 0.0
+    # per key term the context binds to something else, or qualifier lost (``relations``), at
+    # most ``MAX_RELATION_VIOLATIONS_PER_CLAIM`` per claim: one takes an assertion under 0.7
+    relation: float = 0.35
 
 
 # at most this many missing numbers of one claim count, in its support (so at most
 # 2 x ``missing_number`` = 0.6 is taken off) and in ``grounding_score``'s ``missing_numbers``
 # signal; ``numeric_fabrication_count`` counts them all
 MAX_MISSING_NUMBERS_PER_CLAIM = 2
+MAX_RELATION_VIOLATIONS_PER_CLAIM = 2
 
 # per-claim support weights (claim verdicts, ``mean_support``): chosen by an earlier grid search
 # on the seeded tuning halves of Q-squared and BEGIN dev (docs/grounding.md); they no longer
@@ -59,6 +63,9 @@ class AnswerSignals:
     # when no token vectors were available
     token_precision: float | None = None  # mean over answer pieces of the best cosine
     weakest_token: float | None = None  # the lowest of those best cosines
+    # key terms bound to something else and lost qualifiers (``relations``), at most
+    # ``MAX_RELATION_VIOLATIONS_PER_CLAIM`` per claim
+    relation_violations: int = 0
 
     @property
     def aligned(self) -> bool:
@@ -77,6 +84,7 @@ class AnswerSignals:
             "opener": float(self.opener),
             "token_precision": self.token_precision or 0.0,
             "weakest_token": self.weakest_token or 0.0,
+            "relation_violations": float(self.relation_violations),
         }
 
 
@@ -107,6 +115,9 @@ def answer_signals(
         opener=bool(_OPENER.search(folded)),
         token_precision=None if alignment is None else alignment[0],
         weakest_token=None if alignment is None else alignment[1],
+        relation_violations=sum(
+            min(c.relation_violations, MAX_RELATION_VIOLATIONS_PER_CLAIM) for c in claims
+        ),
     )
 
 
@@ -125,6 +136,7 @@ class ScoreWeights:
     opener: float
     token_precision: float = 0.0
     weakest_token: float = 0.0
+    relation_violations: float = 0.0
 
     def score(self, signals: AnswerSignals) -> float:
         z = self.intercept + sum(
