@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ragmeter.metrics.base import Metric, MetricOutput, MetricSettings, SkipScore
+from ragmeter.metrics.markers import strip_markers
 from ragmeter.metrics.retrieval import all_passages, case_level, matches
 from ragmeter.metrics.textmatch import content_tokens, fold
 from ragmeter.models import Case, Citation, GoldPassage, Response, RetrievedChunk
@@ -51,29 +52,77 @@ def _cited_chunk(citation: Citation, response: Response) -> RetrievedChunk | Non
     return None
 
 
-def _need_citations(response: Response) -> None:
-    if not response.citations:
+def _resolve(marker: str, response: Response) -> Citation:
+    if any(chunk.id == marker for chunk in response.retrieved):
+        return Citation(chunk_id=marker)
+    if any(chunk.doc_id == marker for chunk in response.retrieved):
+        return Citation(doc_id=marker)
+    if marker.isdigit() and 1 <= int(marker) <= len(response.retrieved):
+        return Citation(chunk_id=response.retrieved[int(marker) - 1].id)
+    return Citation(chunk_id=marker)
+
+
+def marker_citations(response: Response) -> list[Citation]:
+    """The citations the answer's markers make (see the module doc), one per cited source,
+    each quoting the first sentence that cites it."""
+    found: dict[tuple[str | None, str | None], Citation] = {}
+    for sentence in split_sentences(response.answer):
+        marked = strip_markers(sentence)
+        for marker in marked.ids:
+            citation = _resolve(marker, response)
+            key = (citation.chunk_id, citation.doc_id)
+            if key not in found:
+                found[key] = citation.model_copy(update={"quote": marked.text.strip() or None})
+    return list(found.values())
+
+
+def citations_of(response: Response) -> tuple[list[Citation], bool]:
+    """(the response's citations, whether they come from its answer's markers): the reported
+    ones, else those of the markers."""
+    if response.citations:
+        return list(response.citations), False
+    return marker_citations(response), True
+
+
+def _cited(response: Response) -> list[Citation]:
+    """The citations, possibly none; skip when the target reports no citations and the answer
+    has no marker."""
+    citations, _ = citations_of(response)
+    if not citations and not response.has("citations"):
+        raise SkipScore("target did not report citations and the answer has no citation markers")
+    return citations
+
+
+def _need_citations(response: Response) -> list[Citation]:
+    """The citations; skip when there is none."""
+    citations = _cited(response)
+    if not citations:
         raise SkipScore("answer has no citations")
+    return citations
+
+
+def _source(response: Response) -> dict[str, str]:
+    return {} if response.citations else {"citations_from": "answer markers"}
 
 
 def _form(case: Case, response: Response) -> MetricOutput:
-    _need_citations(response)
-    valid = [_cited_chunk(c, response) is not None for c in response.citations]
+    citations = _need_citations(response)
+    valid = [_cited_chunk(c, response) is not None for c in citations]
     return sum(valid) / len(valid), {
         "invalid": [
-            c.chunk_id or c.doc_id
-            for c, ok in zip(response.citations, valid, strict=True)
-            if not ok
-        ]
+            c.chunk_id or c.doc_id for c, ok in zip(citations, valid, strict=True) if not ok
+        ],
+        **_source(response),
     }
 
 
 def _content(case: Case, response: Response) -> MetricOutput:
-    _need_citations(response)
-    sentences = [set(content_tokens(s)) for s in split_sentences(response.answer)]
+    citations = _need_citations(response)
+    answer = strip_markers(response.answer).text
+    sentences = [set(content_tokens(s)) for s in split_sentences(answer)]
     sentences = [s for s in sentences if s]
     valid = 0
-    for citation in response.citations:
+    for citation in citations:
         chunk = _cited_chunk(citation, response)
         if chunk is None:
             continue
@@ -81,7 +130,7 @@ def _content(case: Case, response: Response) -> MetricOutput:
         claims = [set(content_tokens(citation.quote))] if citation.quote else sentences
         if any(c and len(c & chunk_tokens) / len(c) >= CONTENT_SHARE for c in claims):
             valid += 1
-    return valid / len(response.citations)
+    return valid / len(citations), _source(response)
 
 
 def _gold(case: Case, settings: MetricSettings) -> list[GoldPassage]:
@@ -94,11 +143,11 @@ def _gold(case: Case, settings: MetricSettings) -> list[GoldPassage]:
 def _precision(settings: MetricSettings) -> Callable[[Case, Response], MetricOutput]:
     def compute(case: Case, response: Response) -> MetricOutput:
         gold = _gold(case, settings)
-        _need_citations(response)
+        citations = _need_citations(response)
         level = case_level(gold)
-        cited = [_anchored(c, response) for c in response.citations]
+        cited = [_anchored(c, response) for c in citations]
         hits = [any(matches(p, c, level) for p in gold) for c in cited]
-        return sum(hits) / len(hits), {"level": level}
+        return sum(hits) / len(hits), {"level": level, **_source(response)}
 
     return compute
 
@@ -107,9 +156,9 @@ def _recall(settings: MetricSettings) -> Callable[[Case, Response], MetricOutput
     def compute(case: Case, response: Response) -> MetricOutput:
         gold = _gold(case, settings)
         level = case_level(gold)
-        citations = [_anchored(c, response) for c in response.citations]
+        citations = [_anchored(c, response) for c in _cited(response)]
         cited = [any(matches(p, c, level) for c in citations) for p in gold]
-        return sum(cited) / len(cited), {"level": level}
+        return sum(cited) / len(cited), {"level": level, **_source(response)}
 
     return compute
 
@@ -135,12 +184,9 @@ def _section(settings: MetricSettings) -> Callable[[Case, Response], MetricOutpu
         gold = [p for p in _gold(case, settings) if p.rel_path]
         if not gold:
             raise SkipScore("gold passages carry no rel_path/heading_path")
-        _need_citations(response)
-        hits = [
-            any(matches(p, _anchored(c, response), "anchor") for p in gold)
-            for c in response.citations
-        ]
-        return sum(hits) / len(hits)
+        citations = _need_citations(response)
+        hits = [any(matches(p, _anchored(c, response), "anchor") for p in gold) for c in citations]
+        return sum(hits) / len(hits), _source(response)
 
     return compute
 
@@ -155,7 +201,7 @@ def _doc_of(citation: Citation, response: Response) -> str | None:
 def _expected_citations(case: Case, response: Response) -> MetricOutput:
     if not case.expected_citations:
         raise SkipScore("case declares no expected_citations")
-    cited = {_doc_of(c, response) for c in response.citations}
+    cited = {_doc_of(c, response) for c in _cited(response)}
     missing = [d for d in case.expected_citations if d not in cited]
     total = len(case.expected_citations)
     return (total - len(missing)) / total, {"missing": missing}
@@ -178,7 +224,7 @@ def _recency(case: Case, response: Response) -> MetricOutput:
     if rule is None:
         raise SkipScore("case declares no recency_conflict_rule")
     newer, older = newer_and_older_docs(case)
-    cited = {_doc_of(c, response) for c in response.citations}
+    cited = {_doc_of(c, response) for c in _cited(response)}
     cites_newer = bool(newer & cited)
     cites_older = bool(older & cited) if older else True
     acknowledges = any(phrase in fold(response.answer) for phrase in ACKNOWLEDGE_PHRASES)
@@ -202,7 +248,7 @@ def citation_metrics(settings: MetricSettings) -> list[Metric]:
             "citation_validity_form",
             "citation",
             _form,
-            ("citations",),
+            (),
             description="share of citations whose id is among the retrieved chunks",
             kind="proportion",
         ),
@@ -210,7 +256,7 @@ def citation_metrics(settings: MetricSettings) -> list[Metric]:
             "citation_validity_content",
             "citation",
             _content,
-            ("citations", "retrieved"),
+            ("retrieved",),
             description="share of citations whose chunk holds most content words of an "
             "answer sentence (or of the citation's quote)",
             kind="proportion",
@@ -219,7 +265,7 @@ def citation_metrics(settings: MetricSettings) -> list[Metric]:
             "citation_precision",
             "citation",
             _precision(settings),
-            ("citations",),
+            (),
             description="share of citations pointing to gold passages",
             kind="proportion",
         ),
@@ -227,7 +273,7 @@ def citation_metrics(settings: MetricSettings) -> list[Metric]:
             "citation_recall",
             "citation",
             _recall(settings),
-            ("citations", "answerable"),
+            ("answerable",),
             description="share of gold passages that are cited",
             kind="proportion",
         ),
@@ -235,7 +281,7 @@ def citation_metrics(settings: MetricSettings) -> list[Metric]:
             "section_accuracy",
             "citation",
             _section(settings),
-            ("citations",),
+            (),
             description="share of citations pointing to a gold document and section",
             kind="proportion",
         ),
@@ -243,7 +289,7 @@ def citation_metrics(settings: MetricSettings) -> list[Metric]:
             "expected_citation_recall",
             "citation",
             _expected_citations,
-            ("citations",),
+            (),
             description="share of the case's expected_citations (doc ids) that are cited",
             kind="proportion",
         ),
@@ -251,7 +297,7 @@ def citation_metrics(settings: MetricSettings) -> list[Metric]:
             "recency_rule_satisfied",
             "citation",
             _recency,
-            ("citations",),
+            (),
             description="cite_newer / cite_both / acknowledge_both rule of a recency case",
             kind="binary",
         ),

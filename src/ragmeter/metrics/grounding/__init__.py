@@ -17,11 +17,18 @@ texts (the context):
   most ``MAX_MISSING_NUMBERS_PER_CLAIM`` (2) count per claim;
 * a claim about the speaker or the user ("I think", "you can") is ``personal``: the context
   cannot support it;
+* the relation-level check (``relations``): the claim's key terms (names, numbers, absolute
+  qualifiers such as "unlimited") must be found together in one context window (a sentence,
+  with the sentence it continues by a pronoun and its chunk's heading); each key term the
+  context binds to something else, each added absolute qualifier and each qualifier the best
+  window has and the claim lost ("formerly", "nearly", "may") is a relation violation;
 * optionally, the cosine of the claim to its best context sentence under an embedder.
 
 ``support = clip((1 - w_emb) * (coverage + w_bigram * bigram) / (1 + w_bigram)
 + w_emb * cosine - w_number * min(missing numbers, 2) - w_personal * personal
-- w_negation * negation mismatch, 0, 1)`` (the embedding term only with an embedder and
+- w_negation * negation mismatch - w_relation * min(relation violations, 2), 0, 1)``
+(``w_relation`` 0.35, so one violation takes an assertion under its threshold; the embedding
+term only with an embedder and
 ``w_emb > 0``, which is off by default). A claim is supported when its support reaches the
 threshold of its type (assertion 0.7, inference 0.5); general claims are not checked.
 
@@ -45,6 +52,12 @@ Metrics (group ``grounding``, need the ``retrieved`` input):
 * ``grounding_score``: sigmoid(weights . answer signals), in (0, 1), its details naming the
   ``score_model`` ("aligned" or "lexical"); the term-weighted mean claim support (the score
   before the logistic model) is kept in its details as ``mean_support``.
+
+A short answer is read through the case's question (``questions``): "yes"/"no" to a yes/no
+question is checked as the question's statement (or its negation), and its
+``grounding_score`` is that statement's support (``score_model`` "question"); a span ("Penguin")
+to a wh-question must sit in the context window the question points to, and its
+``grounding_score`` is capped by its claim support.
 
 An answer with no claim (empty, refusal only, questions only) is skipped by the three claim
 metrics with reason "no checkable claims" (and by ``claim_support_rate`` /
