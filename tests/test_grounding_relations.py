@@ -100,6 +100,23 @@ def test_lost_qualifier() -> None:
     hedged = "The drug may reduce fever."
     assert verdict("The drug might reduce fever.", hedged)["lost_qualifiers"] == []
     assert verdict("The drug reduces fever.", hedged)["lost_qualifiers"] == ["may"]
+    # a word to the same effect keeps the qualifier; "not only" restricts nothing
+    assert (
+        verdict("The show was almost cancelled.", "The show was nearly cancelled.")[
+            "lost_qualifiers"
+        ]
+        == []
+    )
+    tour = "It was not only the longest tour of the band."
+    assert verdict("It was the longest tour of the band.", tour)["lost_qualifiers"] == []
+    only = "Videos are only available to registered users."
+    assert verdict("Videos are available to registered users.", only)["lost_qualifiers"] == ["only"]
+
+
+def test_a_single_name_or_number_has_nothing_to_bind_to() -> None:
+    # one key term (2007): no other name or number to find it with, so no binding check
+    context = "The console was released in 2007. Sales were strong."
+    assert verdict("It came out in 2007.", context)["unbound_terms"] == []
 
 
 def test_a_pronoun_sentence_continues_the_one_before() -> None:

@@ -12,15 +12,16 @@ checked for their binding:
 * a **window** is one context sentence, joined with the sentence before it when it continues it
   (it opens with a pronoun: "She moved ...") and with its chunk's heading (a short first
   sentence, such as a title);
-* a key term is **bound** when some window holds it together with another key term of the claim
-  (or, for a claim with a single key term, with another of its content terms). A key term that
-  the context has only in windows without such an anchor is **unbound**: the context binds it to
-  something else;
+* a key term is **bound** when some window holds it together with another key term of the
+  claim (a claim with a single name or number has nothing to bind it to and is not checked
+  this way). A key term that the context has only in windows without another of the claim's
+  key terms is **unbound**: the context binds it to something else;
 * an absolute qualifier of the claim that its best window lacks is unbound too ("unlimited
   vacation" against "15 days of paid vacation");
 * a **lost qualifier** is a word of the best window that narrows or hedges the claim's relation
-  ("formerly", "no longer", "nearly", "allegedly", "may", ...: ``LOST_QUALIFIERS``) placed just
-  before one of the claim's terms, when the claim does not say it.
+  ("formerly", "only", "no longer", "nearly", "allegedly", "may", ...: ``LOST_QUALIFIERS``)
+  placed just before one of the claim's terms, when the claim says neither it nor a word to the
+  same effect ("almost" for "nearly", "will" for "planned", a hedge such as "can" for "may").
 
 Everything is deterministic: the best window is the one holding the most claim terms (key terms
 count twice), the earliest on a tie."""
@@ -38,7 +39,6 @@ from ragmeter.text import STOP_WORDS, stem
 ADDED_QUALIFIERS = frozenset(
     [
         "unlimited",
-        "only",
         "solely",
         "exclusively",
         "always",
@@ -57,6 +57,7 @@ ADDED_QUALIFIERS = frozenset(
 )
 LOST_QUALIFIERS = frozenset(
     [
+        "only",
         "formerly",
         "former",
         "previously",
@@ -77,8 +78,21 @@ LOST_QUALIFIERS = frozenset(
         "likely",
     ]
 )
-# a hedge in the claim answers a hedge in the context ("may" for "might")
-_HEDGES = frozenset(["may", "might", "could", "possibly", "probably", "likely", "perhaps"])
+# a hedge in the claim answers a hedge in the context ("may" for "might", "can" for "may")
+_HEDGES = frozenset(
+    ["may", "might", "can", "could", "possibly", "probably", "likely", "perhaps", "would"]
+)
+# words of the claim that say what a lost qualifier says
+_SAME_QUALIFIER = {
+    "nearly": frozenset(["almost", "nearly", "approximately", "about", "around", "roughly"]),
+    "almost": frozenset(["almost", "nearly", "approximately", "about", "around", "roughly"]),
+    "planned": frozenset(["will", "plan", "plans", "planned", "scheduled", "expected"]),
+    "proposed": frozenset(["will", "proposed", "proposal", "planned", "plan"]),
+    "former": frozenset(["former", "formerly", "previously", "was", "were", "once", "ex"]),
+    "formerly": frozenset(["former", "formerly", "previously", "was", "were", "once", "ex"]),
+    "previously": frozenset(["former", "formerly", "previously", "was", "were", "once"]),
+    "only": frozenset(["only", "just", "solely", "exclusively", "alone"]),
+}
 # words after a lost qualifier that it reaches ("formerly a member": 'member' is 2 words on)
 _QUALIFIER_REACH = 4
 # a sentence opening with one of these continues the sentence before it
@@ -233,6 +247,10 @@ def _lost_qualifiers(sentence: str, claim_words: set[str], claim_terms: set[str]
             continue
         if word in _HEDGES and claim_words & _HEDGES:
             continue
+        if claim_words & _SAME_QUALIFIER.get(word, frozenset()):
+            continue
+        if word == "only" and index > 0 and words[index - 1] == "not":
+            continue  # "not only X but Y" restricts nothing
         if word == "longer" and (index == 0 or words[index - 1] != "no"):
             continue
         reach = words[index + 1 : index + 1 + _QUALIFIER_REACH]
@@ -322,7 +340,7 @@ def relation(
         if not holding:
             result.absent.append(key.text)  # the coverage and number checks count it
             continue
-        anchors = {a for a in plain if a != label} or (claim_terms - set(key.readings))
+        anchors = {a for a in plain if a != label}
         if anchors and not any(anchors & hits.window(p) for p in holding):
             result.unbound.append(key.text)
     claim_words = set(textmatch.words(claim))
