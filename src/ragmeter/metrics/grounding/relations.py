@@ -29,6 +29,7 @@ count twice), the earliest on a tie."""
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -265,30 +266,49 @@ _KEY, _ASKED, _FOCUS = "\x00k", "\x00?", "\x00!"
 
 class _Hits:
     """Which of the claim's labels (its terms, ``_KEY`` + i for key term i, ``_ASKED`` + term
-    for the question's terms, ``_FOCUS``) each sentence and window holds, from the index."""
+    for the question's terms, ``_FOCUS``) each sentence and window holds, from the index. Only
+    the ``CANDIDATES`` sentences sharing the most claim terms, and those holding a key term or
+    the question's terms, are windows to weigh (a long context stays cheap)."""
 
-    def __init__(self, windows: Windows, index: dict[str, list[int]]) -> None:
+    CANDIDATES = 32
+
+    def __init__(
+        self, windows: Windows, index: dict[str, list[int]], claim_terms: set[str]
+    ) -> None:
         self.windows = windows
         self.index = index
-        self.sentence: dict[int, set[str]] = {}
+        self.claim_terms = claim_terms
+        self.counts: Counter[int] = Counter()
+        for term in claim_terms:
+            self.counts.update(index.get(term, ()))
+        self.special: dict[int, set[str]] = {}
+        self._sentence: dict[int, frozenset[str]] = {}
         self._window: dict[int, frozenset[str]] = {}
 
     def add(self, label: str, readings: tuple[str, ...]) -> None:
         for reading in readings:
             for position in self.index.get(reading, ()):
-                self.sentence.setdefault(position, set()).add(label)
+                self.special.setdefault(position, set()).add(label)
+
+    def sentence(self, position: int) -> frozenset[str]:
+        found = self._sentence.get(position)
+        if found is None:
+            own = self.claim_terms & self.windows.sentence_terms[position]
+            found = frozenset(own | self.special.get(position, set()))
+            self._sentence[position] = found
+        return found
 
     def window(self, position: int) -> frozenset[str]:
         found = self._window.get(position)
         if found is None:
-            found = frozenset().union(
-                *(self.sentence.get(m, ()) for m in self.windows.members(position))
-            )
+            found = frozenset().union(*(self.sentence(m) for m in self.windows.members(position)))
             self._window[position] = found
         return found
 
     def candidates(self) -> list[int]:
-        return self.windows.containing(sorted(self.sentence))
+        ranked = sorted(self.counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        top = {position for position, _ in ranked[: self.CANDIDATES]}
+        return self.windows.containing(sorted(top | set(self.special)))
 
 
 def relation(
@@ -305,9 +325,7 @@ def relation(
     answer's ``focus`` must be in the window its question (``asked``: its terms) points to."""
     if focus is not None:
         keys = [k for k in keys if not set(k.readings) & set(focus.readings)]
-    hits = _Hits(windows, index)
-    for term in claim_terms:
-        hits.add(term, (term,))
+    hits = _Hits(windows, index, claim_terms)
     for number, key in enumerate(keys):
         hits.add(f"{_KEY}{number}", key.readings)
     for term in asked:
@@ -326,7 +344,7 @@ def relation(
         return result
     if focus is not None:
         result.key_terms.insert(0, focus.text)
-        found = any(_FOCUS in hits.sentence.get(p, ()) for p in candidates)
+        found = any(_FOCUS in hits.sentence(p) for p in candidates)
         if found and not _focus_bound(hits, candidates):
             result.unbound.append(focus.text)
     plain = [f"{_KEY}{n}" for n, k in enumerate(keys) if not k.qualifier]
@@ -358,6 +376,6 @@ def _focus_bound(hits: _Hits, candidates: list[int]) -> bool:
     def asked(labels: Iterable[str]) -> int:
         return sum(label.startswith(_ASKED) for label in labels)
 
-    counts = {p: (asked(hits.window(p)), asked(hits.sentence.get(p, ()))) for p in candidates}
+    counts = {p: (asked(hits.window(p)), asked(hits.sentence(p))) for p in candidates}
     most = max(counts.values(), default=(0, 0))
-    return any(_FOCUS in hits.sentence.get(p, ()) for p, n in counts.items() if n == most)
+    return any(_FOCUS in hits.sentence(p) for p, n in counts.items() if n == most)
