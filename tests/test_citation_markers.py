@@ -13,7 +13,9 @@ from ragmeter.models import Case, CaseResult, GoldPassage, Response, RetrievedCh
 from ragmeter.runfile import RunFile
 
 CHUNKS = [
-    RetrievedChunk(id="leave#1", doc_id="leave-policy", text="Employees get 15 days of paid vacation."),
+    RetrievedChunk(
+        id="leave#1", doc_id="leave-policy", text="Employees get 15 days of paid vacation."
+    ),
     RetrievedChunk(id="pay#2", doc_id="pay-policy", text="Salaries are paid on the last Friday."),
 ]
 

@@ -440,6 +440,7 @@ def test_all_judged_metrics_and_seed_004_details(serve: Any, tmp_path: Path) -> 
         "factual_grade_a_rate", "factual_grade_b_rate", "factual_grade_c_rate",
         "factual_grade_d_rate", "factual_grade_e_rate", "answer_correctness",
         "judged_unanswerable_accuracy", "judged_abstention_false_positive_rate",
+        "judged_correct_count", "judged_wrong_count", "judged_dont_know_count",
     }  # fmt: skip
     # answerable case: the two unanswerable-only abstention metrics do not apply
     assert scores[("judged_hallucination_rate", "c1")].status == "skipped"
@@ -462,6 +463,8 @@ def test_all_judged_metrics_and_seed_004_details(serve: Any, tmp_path: Path) -> 
     assert scores[("correctness", "c1")].value == 4.0
     assert scores[("judged_correct_rate", "c1")].value == 1.0
     assert scores[("judged_wrong_rate", "c1")].value == 0.0
+    assert scores[("judged_correct_count", "c1")].value == 1.0  # summed over cases in a run
+    assert scores[("judged_wrong_count", "c1")].value == 0.0
     assert len(server.requests) == 11
 
 

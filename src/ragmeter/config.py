@@ -40,6 +40,7 @@ __all__ = [
     "read_targets_file",
     "redact",
     "run_folder_for",
+    "validate_grounding_model",
 ]
 
 
@@ -70,6 +71,24 @@ DEFAULT_TREC_MEASURES = ("map", "P.5", "P.10", "recall.100", "ndcg_cut.10", "rec
 
 class ConfigError(InputError):
     """A config file, variable or option that does not make a valid config (exit code 2)."""
+
+
+GROUNDING_MODELS = ("auto", "lexical")
+NLI_PREFIX = "nli:"  # grounding_model "nli:PATH": a local NLI / cross-encoder model folder
+
+
+def validate_grounding_model(value: str) -> str:
+    """``value`` if it is a grounding model spec (``auto``, ``lexical`` or ``nli:PATH``), else a
+    ValueError that lists them. Whether PATH holds a usable model is checked before the first
+    question (``ragmeter.metrics.grounding.nli.check_grounding_model``)."""
+    if value in GROUNDING_MODELS:
+        return value
+    if value.startswith(NLI_PREFIX) and value[len(NLI_PREFIX) :].strip():
+        return value
+    raise ValueError(
+        f"grounding_model {value!r} is not one of auto, lexical, nli:PATH (PATH: a folder "
+        "holding an NLI model, docs/grounding.md)"
+    )
 
 
 def run_folder_for(store: str) -> str:
@@ -129,6 +148,11 @@ class EvalConfig(BaseModel):
             return [part.strip() for part in value.split(",") if part.strip()] or None
         return value
 
+    @field_validator("grounding_model")
+    @classmethod
+    def _grounding_model(cls, value: str) -> str:
+        return validate_grounding_model(value)
+
     def price_table(self) -> dict[str, tuple[float, float]]:
         """``prices`` as (input, output) USD per 1k tokens by model, the judges' form."""
         return {m: (p.input_per_1k, p.output_per_1k) for m, p in self.prices.items()}
@@ -156,7 +180,8 @@ class EvalConfig(BaseModel):
     require_snippet: bool = False
     abstention_phrases: list[str] = Field(default_factory=list)
     embedder: str = "minilm"
-    grounding_model: Literal["auto", "lexical"] = "auto"
+    # "auto", "lexical" or "nli:PATH" (validate_grounding_model; docs/grounding.md)
+    grounding_model: str = "auto"
     judge: str | None = None
     max_judge_cost: float | None = Field(default=None, ge=0)
     # one judge request waits at most judge_timeout_s and is retried judge_max_retries times
@@ -169,6 +194,9 @@ class EvalConfig(BaseModel):
     judge_tasks: list[str] | None = None
     spot_check: int = Field(default=0, ge=0)
     second_judge: str | None = None
+    # the spot check's prompt versions: judged task (or template) -> version ("v1"); the
+    # spot check asks them of the second judge, else of the run's own judge
+    spot_check_prompts: dict[str, str] = Field(default_factory=dict)
     concurrency: int = Field(default=8, ge=1)
     # derived from target.timeout_s when only that is given (case_timeout_for, in load_config)
     case_timeout_s: float = Field(default=DEFAULT_CASE_TIMEOUT_S, gt=0)

@@ -79,13 +79,14 @@ from ragmeter.store.sqlite import RunNotFoundError, RunStore
 @click.option("--resume", help="Finish an interrupted run by its id.")
 @shared("judge")
 @shared("max_judge_cost")
-@click.option("--spot-check", type=int, help="Re-judge N random cases with --second-judge.")
+@click.option("--spot-check", type=int, help="Re-judge N random cases (see --second-judge).")
 @click.option(
     "--dry-run",
     is_flag=True,
     help="With --judge: estimate judge calls, tokens and cost for the dataset, ask nothing.",
 )
 @click.option("--second-judge", help="Judge for the reliability spot check (disagreement, kappa).")
+@shared("spot_check_prompts")
 @click.option(
     "--judge-timeout",
     "judge_timeout_s",

@@ -171,6 +171,15 @@ _SHARED: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
         },
     ),
     "json": (("--json", "as_json"), {"is_flag": True, "help": "Print JSON instead of tables."}),
+    "spot_check_prompts": (
+        ("--spot-check-prompt", "spot_check_prompts"),
+        {
+            "multiple": True,
+            "callback": pairs("="),
+            "help": "TASK=VERSION: the spot check asks this prompt version of a judged task "
+            "(e.g. groundedness=v1) of --second-judge, else of the run's judge (repeatable).",
+        },
+    ),
 }
 
 
@@ -206,6 +215,7 @@ CONFIG_FIELDS: dict[str, tuple[str, Callable[[Any], Any] | None]] = {
     "max_judge_cost": ("max_judge_cost", None),
     "spot_check": ("spot_check", None),
     "second_judge": ("second_judge", None),
+    "spot_check_prompts": ("spot_check_prompts", None),
     "judge_timeout_s": ("judge_timeout_s", None),
     "judge_retries": ("judge_max_retries", None),
     "judge_api_key_env": ("judge_api_key_env", None),

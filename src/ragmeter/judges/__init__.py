@@ -77,6 +77,9 @@ class JudgeSettings:
     max_context_chars: int = 2000  # each chunk is cut to this many characters
     # judged tasks to run (see ragmeter.judges.tasks.TASKS); None = all
     tasks: tuple[str, ...] | None = None
+    # templates asked in place of a task's own, as (its template, the one asked) pairs: the
+    # spot check of another prompt version (ragmeter.judges.prompt_swaps)
+    prompts: tuple[tuple[str, str], ...] = ()
 
     def build(self) -> Judge:
         """The judge these settings name (nothing is started yet)."""

@@ -1,6 +1,7 @@
 """Judge reliability spot check (seed 004): re-judge a seeded random subset of cases with a
 second judge (another model, or the same model behind another endpoint or prompt version) and
-report how often the two disagree and Cohen's kappa.
+report how often the two disagree and Cohen's kappa, with the two judges and the prompt
+versions each used (from the scores' own records).
 
 Two verdicts on one case and metric *disagree* when a 0-5 score differs by more than 1 point,
 a 0-1 score by more than 0.2 (the same share of its range), or a 0/1 classification differs.
@@ -89,6 +90,15 @@ def compare_judges(
     }
 
 
+def prompts_used(scores: list[Score], metrics: set[str], cases: set[str]) -> dict[str, str]:
+    """{template: version} of the ok scores of ``metrics`` on ``cases`` (their details)."""
+    used: dict[str, str] = {}
+    for score in scores:
+        if score.status == "ok" and score.metric in metrics and score.case_id in cases:
+            used.update(score.details.get("prompt_versions", {}))
+    return dict(sorted(used.items()))
+
+
 def spot_check(
     cases: list[Case],
     results: list[CaseResult],
@@ -97,13 +107,30 @@ def spot_check(
     seed: int,
     second_judge: str,
     rescore: Callable[[list[Case], list[CaseResult]], tuple[list[Score], dict[str, str]]],
+    *,
+    first_judge: str | None = None,
+    prompts: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """Re-judge ``n`` seeded random answered cases with ``rescore`` (which runs the judged
-    metrics under the second judge) and compare with the first judge's scores."""
+    metrics under the second judge, with the templates ``prompts`` swaps) and compare with the
+    first judge's scores. The report names both judges, the swaps and the prompt versions each
+    side's compared scores used."""
     answered = [r.case_id for r in results if r.response is not None]
     chosen = set(pick_cases(answered, n, seed))
     subset_cases = [c for c in cases if c.case_id in chosen]
     subset_results = [r for r in results if r.case_id in chosen]
     second_scores, scales = rescore(subset_cases, subset_results)
     report = compare_judges(first_scores, second_scores, scales)
-    return {"spot_check_n": len(chosen), "second_judge": redact_url(second_judge), **report}
+    compared = set(report["per_metric"])
+    return {
+        "spot_check_n": len(chosen),
+        "judge": redact_url(first_judge) if first_judge else None,
+        "second_judge": redact_url(second_judge),
+        "same_judge": first_judge == second_judge,
+        "prompts": dict(prompts or {}),
+        "prompt_versions": {
+            "first": prompts_used(first_scores, compared, chosen),
+            "second": prompts_used(second_scores, compared, chosen),
+        },
+        **report,
+    }

@@ -93,8 +93,11 @@ class JudgeSession:
         run_id: str | None = None,
         embed: Callable[[list[str]], FloatArray] | None = None,
         give_up_after: int | None = GIVE_UP_AFTER,
+        prompts: dict[str, str] | None = None,
     ) -> None:
         self.judge = judge
+        # template a task asks -> the template asked instead (another prompt version)
+        self.prompts = prompts or {}
         # sentence vectors (L2-normalised) for the tasks that compare texts by embedding;
         # None when no embedder could be built
         self.embed = embed
@@ -124,8 +127,9 @@ class JudgeSession:
     ) -> Verdict[T]:
         """Ask ``prompt_name`` with ``values``; the reply must validate as ``output`` and pass
         ``check``. ``items=(field, n)`` tells the judge's schema that list ``field`` holds
-        exactly ``n`` items (a grammar-constrained server then cannot return fewer)."""
-        prompt = load_prompt(prompt_name)
+        exactly ``n`` items (a grammar-constrained server then cannot return fewer). A template
+        the session swaps (``prompts``) is replaced by its other version."""
+        prompt = load_prompt(self.prompts.get(prompt_name, prompt_name))
         messages = render(prompt, values)
         schema = output.model_json_schema()
         if items is not None:

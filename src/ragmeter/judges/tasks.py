@@ -52,6 +52,7 @@ class JudgedMetric:
     higher_is_better: bool = True
     scale: tuple[float, float] | None = None
     requires: tuple[str, ...] = ()  # beyond the task's own: the cases it applies to
+    aggregation: str = "mean"  # "sum": a count, the total over the judged cases
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -75,6 +76,14 @@ def _rate(
     return JudgedMetric(
         name=name, group=group, kind="binary", description=text,
         higher_is_better=not lower_is_better, **kw,
+    )  # fmt: skip
+
+
+def _count(name: str, text: str, lower_is_better: bool = False) -> JudgedMetric:
+    """Seed 001's count of a class: 1/0 per case, summed over the judged cases."""
+    return JudgedMetric(
+        name=name, group="generation", kind="count", description=text,
+        higher_is_better=not lower_is_better, aggregation="sum",
     )  # fmt: skip
 
 
@@ -174,8 +183,11 @@ TASKS: dict[str, Task] = {
             fn=classification,
             metrics=(
                 _rate("judged_correct_rate", "generation", "classified CORRECT"),
+                _count("judged_correct_count", "number classified CORRECT"),
                 _rate("judged_wrong_rate", "generation", "classified WRONG", True),
+                _count("judged_wrong_count", "number classified WRONG", True),
                 _rate("judged_dont_know_rate", "generation", "classified DONT_KNOW", True),
+                _count("judged_dont_know_count", "number classified DONT_KNOW", True),
             ),
             requires=("reference_answer",),
             needs_answer=True,

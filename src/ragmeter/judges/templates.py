@@ -77,6 +77,24 @@ def parse_template(name: str, text: str) -> Prompt:
     return Prompt(name=name, version=version, system=sections["system"], user=sections["user"])
 
 
+_VERSIONED = re.compile(r"^(\w+)\.(v\d+)\.txt$")
+
+
+@cache
+def template_versions() -> dict[str, tuple[str, ...]]:
+    """Every template shipped, by name: ``{"groundedness": ("v1", "v2"), ...}`` (versions in
+    number order). Every version stays loadable by its full name (``groundedness.v1``)."""
+    found: dict[str, list[str]] = {}
+    for entry in resources.files("ragmeter.judges").joinpath("prompts").iterdir():
+        match = _VERSIONED.match(entry.name)
+        if match:
+            found.setdefault(match.group(1), []).append(match.group(2))
+    return {
+        name: tuple(sorted(versions, key=lambda v: int(v[1:])))
+        for name, versions in sorted(found.items())
+    }
+
+
 @cache
 def load_prompt(name: str) -> Prompt:
     """Load ``prompts/NAME.txt`` (NAME includes the version suffix, e.g. ``groundedness.v1``)."""

@@ -236,7 +236,10 @@ async def classification(session: JudgeSession, item: Item) -> Values:
         "reasoning": verdict.value.reasoning,
         **judge_details(session, verdict),
     }
-    return {name: (float(label == key), details) for key, name in CLASS_METRICS.items()}
+    values: Values = {}
+    for key, name in CLASS_METRICS.items():
+        values[name] = values[name.replace("_rate", "_count")] = (float(label == key), details)
+    return values
 
 
 GEVAL_WEIGHTS = {"correctness": 0.5, "completeness": 0.3, "consistency": 0.2}

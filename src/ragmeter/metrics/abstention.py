@@ -4,8 +4,9 @@ A response abstained when its ``abstained`` field says so; when the target does 
 field, the answer text is matched against abstention phrases (seed 001's uncertainty phrases and
 ragmeter's; configurable) and seed 001's rule for short non-answers ("N/A", "None", "null").
 
-Seed 001 reports its classes as counts (``correct_answers_count``, ...); here they are rates over
-the ``n_scored`` cases, so each count is exactly ``value x n_scored``.
+Seed 001 reports its classes as counts (``correct_answers_count``, ...): here each class has a
+rate (the mean of 0/1 over the classified cases) and a count (``aggregation="sum"``: the true
+number of cases in the class, summed over the classified cases; skipped cases are not counted).
 """
 
 from __future__ import annotations
@@ -181,27 +182,37 @@ def abstention_metrics(settings: MetricSettings) -> list[Metric]:
             description="on unanswerable questions: 1 if the system answered (hallucination rate)",
             kind="binary",
         ),
+        *class_metrics("CORRECT", "correct_answer", share_of("CORRECT"), True),
+        *class_metrics("WRONG", "wrong_answer", share_of("WRONG"), False),
+        *class_metrics("DON'T KNOW", "dont_know", share_of("DON'T KNOW"), False, " (abstained)"),
+    ]
+
+
+def class_metrics(
+    label: str,
+    stem: str,
+    compute: Callable[[Case, Response], MetricOutput],
+    higher_is_better: bool,
+    note: str = "",
+) -> list[Metric]:
+    """Seed 001's class ``label`` as a rate (``STEM_rate``) and, beside it, a count
+    (``STEM_count``: the number of classified cases in the class, a sum over the cases)."""
+    return [
         Metric(
-            "correct_answer_rate",
+            f"{stem}_rate",
             "abstention",
-            share_of("CORRECT"),
-            description="share of answers classified CORRECT (heuristic; count = rate x n)",
+            compute,
+            higher_is_better=higher_is_better,
+            description=f"share of answers classified {label}{note}",
             kind="binary",
         ),
         Metric(
-            "wrong_answer_rate",
+            f"{stem}_count",
             "abstention",
-            share_of("WRONG"),
-            higher_is_better=False,
-            description="share of answers classified WRONG",
-            kind="binary",
-        ),
-        Metric(
-            "dont_know_rate",
-            "abstention",
-            share_of("DON'T KNOW"),
-            higher_is_better=False,
-            description="share of answers classified DON'T KNOW (abstained)",
-            kind="binary",
+            compute,
+            higher_is_better=higher_is_better,
+            aggregation="sum",
+            description=f"number of answers classified {label} (seed 001's count)",
+            kind="count",
         ),
     ]

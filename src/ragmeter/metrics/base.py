@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
+from ragmeter.config import validate_grounding_model
 from ragmeter.errors import RagmeterError
 from ragmeter.metrics.ir import Gain
 from ragmeter.models import Case, CaseResult, Response, Score
@@ -36,6 +37,10 @@ KIND_MEANINGS: dict[str, str] = {
     "cost": "US dollars",
 }
 UNIT_INTERVAL = (0.0, 1.0)
+# how a metric's per-case values become its aggregate: the mean over the scored cases, a
+# percentile of them (``p50``, ``p90``, ``p95``, ``p99``), or their sum (``sum``, a ``count``
+# only: a true total of the scored cases, such as seed 001's number of CORRECT answers)
+AGGREGATIONS: tuple[str, ...] = ("mean", "sum", "p50", "p90", "p95", "p99")
 
 GROUPS = (
     "retrieval",
@@ -123,10 +128,14 @@ class MetricSettings:
     abstention_phrases: tuple[str, ...] = ()
     embedder: str = "minilm"
     # grounding_score: "auto" adds MiniLM word-piece alignment when the semantic extra loads,
-    # "lexical" never embeds (docs/grounding.md)
-    grounding_model: Literal["auto", "lexical"] = "auto"
+    # "lexical" never embeds, "nli:PATH" scores each claim with the NLI model in folder PATH
+    # (docs/grounding.md)
+    grounding_model: str = "auto"
     # the judge of the judged metrics (None: they are skipped), from judges.judge_settings
     judge: JudgeSettings | None = None
+
+    def __post_init__(self) -> None:
+        validate_grounding_model(self.grounding_model)
 
 
 @dataclass(frozen=True)
@@ -165,6 +174,10 @@ class Metric:
             return f"undeclared group {self.group!r}; declared groups: {', '.join(GROUPS)}"
         if self.kind not in KINDS:
             return f"unknown kind {self.kind!r}; kinds: {', '.join(KINDS)}"
+        if self.aggregation not in AGGREGATIONS:
+            return f"unknown aggregation {self.aggregation!r}; known: {', '.join(AGGREGATIONS)}"
+        if self.aggregation == "sum" and self.kind != "count":
+            return f"only a count is summed over cases, not a {self.kind}"
         if self.kind in ("binary", "proportion") and self.scale not in (None, UNIT_INTERVAL):
             return f"a {self.kind} metric is on 0-1; it cannot declare scale {self.scale}"
         if self.scale is not None and self.kind not in ("binary", "proportion", "score"):

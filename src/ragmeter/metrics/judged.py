@@ -12,7 +12,8 @@
 - ``groundedness`` (0-5, with ``supported_claims`` / ``unsupported_claims`` in details) and
   ``correctness`` (0-5) on seed 004's scales.
 - ``judged_correct_rate`` / ``judged_wrong_rate`` / ``judged_dont_know_rate``: 1/0 per case
-  from one CORRECT / WRONG / DONT_KNOW classification against the reference answer.
+  from one CORRECT / WRONG / DONT_KNOW classification against the reference answer, and beside
+  each its count (``judged_correct_count``, ...: the same 1/0 summed over the judged cases).
 
 The judge is the one the run passes in ``MetricSettings.judge`` (settings made by
 ``ragmeter.judges.judge_settings`` from the config); without one every judged score is
@@ -149,6 +150,7 @@ class JudgedState:
             concurrency=settings.concurrency,
             run_id=settings.run_id,
             embed=embed,
+            prompts=dict(settings.prompts),
         )
         self.session = session
         try:
@@ -322,6 +324,7 @@ def judged_metrics(settings: MetricSettings) -> list[Metric]:
             compute=state.compute_fn(declared.name),
             requires=task.requires + declared.requires,
             higher_is_better=declared.higher_is_better,
+            aggregation=declared.aggregation,
             unit="0-5" if declared.scale == (0.0, 5.0) else None,
             description=f"LLM judge: {declared.description}",
             prepare=prepare,

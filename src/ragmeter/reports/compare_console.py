@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ragmeter.models import MetricSummary, RunRecord
-from ragmeter.reports.console import Fit, format_value
+from ragmeter.reports.console import Fit, format_total, format_value
 from ragmeter.reports.terminal import inert, inert_text
 from ragmeter.scoring.compare import Comparison, MetricComparison
 from ragmeter.scoring.pareto import ParetoPoint
@@ -38,9 +38,32 @@ def _p_value(value: float | None) -> str:
 
 
 def _interval(row: MetricComparison) -> str:
-    if row.ci_low is None:
+    if row.ci_low is None or row.ci_high is None:
         return "-"
+    if row.total_diff is not None:  # a total's change: the mean's interval x the shared cases
+        low, high = row.ci_low * row.n_paired, row.ci_high * row.n_paired
+        return f"{_signed(low)}..{_signed(high)}"
     return f"{_number(row.ci_low)}..{_number(row.ci_high)}"
+
+
+def _value(row: MetricComparison, value: float | None) -> str:
+    """A run's value: a total (a ``sum``) as a whole number, else three decimals."""
+    if value is None or row.aggregation != "sum":
+        return _number(value)
+    return format_total(value)
+
+
+def _signed(value: float) -> str:
+    """A change of a total: ``+3``, ``-1``, ``+0.50``."""
+    value = round(value, 9) + 0.0  # float noise, and no "-0"
+    return f"{value:+.0f}" if value.is_integer() else f"{value:+.2f}"
+
+
+def _paired(row: MetricComparison) -> str:
+    """The paired difference: a total's change over the shared cases, else the mean one."""
+    if row.total_diff is not None:
+        return _signed(row.total_diff)
+    return _number(row.mean_diff)
 
 
 def _metric_label(row: MetricComparison) -> str:
@@ -57,8 +80,9 @@ def comparison_table(comparison: Comparison, show_all: bool = False) -> Fit:
         f"margin {comparison.margin})"
     )
     caption = (
-        "paired Δ: mean of candidate - baseline over shared cases; effect: d_z (perm) or Δ "
-        "(McNemar); McN: exact McNemar; perm: sign-flip permutation; *: not gated"
+        "paired Δ: mean of candidate - baseline over shared cases (for a total: the change "
+        "in the total over them); effect: d_z (perm) or Δ (McNemar); McN: exact McNemar; "
+        "perm: sign-flip permutation; *: not gated"
     )
     wide = Table(title=title, title_justify="left", caption=caption)
     wide.add_column("metric", no_wrap=True)
@@ -75,9 +99,9 @@ def comparison_table(comparison: Comparison, show_all: bool = False) -> Fit:
         test = _TEST.get(row.test, "-")
         wide.add_row(
             _metric_label(row),
-            _number(row.baseline),
-            _number(row.candidate),
-            _number(row.mean_diff),
+            _value(row, row.baseline),
+            _value(row, row.candidate),
+            _paired(row),
             _interval(row),
             _number(row.effect_size, 2),
             _p_value(row.p_value),
@@ -85,8 +109,8 @@ def comparison_table(comparison: Comparison, show_all: bool = False) -> Fit:
             verdict,
         )
         numbers = (
-            f"{_number(row.baseline)} → {_number(row.candidate)} · "
-            f"Δ {_number(row.mean_diff)} [{_interval(row)}] · "
+            f"{_value(row, row.baseline)} → {_value(row, row.candidate)} · "
+            f"Δ {_paired(row)} [{_interval(row)}] · "
             f"effect {_number(row.effect_size, 2)} · p {_p_value(row.p_value)} ({test})"
         )
         narrow.add_row(f"{_metric_label(row)}\n{verdict}", numbers)

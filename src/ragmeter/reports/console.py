@@ -70,12 +70,19 @@ class Fit:
         return Measurement.get(console, options, self.choose(console, options))
 
 
+def format_total(value: float) -> str:
+    """A total (a ``sum`` aggregation): a whole number as one (``37``), else 2 decimals."""
+    return f"{value:.0f}" if float(value).is_integer() else f"{value:.2f}"
+
+
 def format_value(summary: MetricSummary, value: float | None) -> str:
-    """A value as its declared kind reads: ms for a duration, dollars for a cost, a mean count
-    with its unit, else three decimals."""
+    """A value as its declared kind reads: ms for a duration, dollars for a cost, a total as a
+    whole number, a mean count with its unit, else three decimals."""
     if value is None:
         return "-"
     kind = summary.value_kind()
+    if summary.aggregation == "sum":
+        return format_total(value) + (f" {summary.unit}" if summary.unit else "")
     if kind == "duration":
         return f"{value:.1f} ms"
     if kind == "cost":
@@ -277,10 +284,20 @@ def cost_line(performance: dict[str, Any]) -> str | None:
 
 
 def reliability_line(report: dict[str, Any]) -> str:
+    """The spot check in one line: what was compared (the second judge, or the run's judge
+    with other prompt versions), disagreement and kappa."""
     rate, kappa = report.get("disagreement_rate"), report.get("kappa")
+    swaps: dict[str, str] = report.get("prompts") or {}
+    if report.get("same_judge"):
+        against = "the run's judge"
+    else:
+        against = f"second judge {inert(str(report['second_judge']))}"
+    if swaps:
+        against += ", prompts " + ", ".join(
+            f"{inert(new)} vs the run's {inert(old)}" for old, new in swaps.items()
+        )
     return (
-        f"judge spot check ({report['spot_check_n']} cases, second judge "
-        f"{inert(str(report['second_judge']))}): disagreement "
+        f"judge spot check ({report['spot_check_n']} cases, {against}): disagreement "
         f"{'-' if rate is None else f'{rate:.2f}'}, Cohen's kappa "
         f"{'-' if kappa is None else f'{kappa:.2f}'} over {report['pairs']} verdict pairs"
     )

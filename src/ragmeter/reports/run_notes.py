@@ -51,8 +51,15 @@ def gate_report(record: RunRecord) -> tuple[bool, list[Text]]:
 
 def _regressed(rows: list[MetricComparison]) -> str:
     return ", ".join(
-        f"{inert(r.metric, markup=False)} (Δ {r.mean_diff:+.3f}, p {r.p_value:.4f})" for r in rows
+        f"{inert(r.metric, markup=False)} (Δ {_change(r)}, p {r.p_value:.4f})" for r in rows
     )
+
+
+def _change(row: MetricComparison) -> str:
+    """The paired change: a total's (a ``sum``) over the shared cases, else the mean's."""
+    if row.total_diff is not None:
+        return f"{row.total_diff:+.0f}" if row.total_diff.is_integer() else f"{row.total_diff:+.2f}"
+    return f"{row.mean_diff:+.3f}"
 
 
 def baseline_regressions(comparison: Comparison) -> Text | None:

@@ -47,8 +47,11 @@ def check_options(config: EvalConfig) -> None:
     """Options that need each other, and the folder the run file goes to."""
     if config.spot_check and not config.judge:
         raise InputError("--spot-check re-judges cases with a second judge: name --judge too")
-    if config.spot_check and not config.second_judge:
-        raise InputError("--spot-check needs --second-judge SPEC (the judge to compare with)")
+    if config.spot_check and not (config.second_judge or config.spot_check_prompts):
+        raise InputError(
+            "--spot-check needs --second-judge SPEC (the judge to compare with) or "
+            "--spot-check-prompt TASK=VERSION (the prompt version to compare with)"
+        )
     if config.second_judge and not config.judge:
         raise InputError("--second-judge is used by --spot-check: name --judge too")
     if config.judge_tasks:
@@ -59,12 +62,33 @@ def check_options(config: EvalConfig) -> None:
             raise InputError(
                 f"judge_tasks: unknown judged tasks {', '.join(unknown)}; known: {', '.join(TASKS)}"
             )
+    if config.spot_check_prompts:
+        check_spot_check_prompts(config)
     output = Path(config.output_dir)
     if output.exists() and not output.is_dir():
         raise InputError(
             f"--output-dir {config.output_dir} is a file; run files go into a folder: "
             "pass a folder path"
         )
+
+
+def check_spot_check_prompts(config: EvalConfig) -> dict[str, str]:
+    """The spot check's prompt swaps (``{run's template: another version}``); an unknown task
+    or version, or a spot check that would compare a prompt with itself, is an error."""
+    from ragmeter.judges.prompt_swaps import OPTION, prompt_swaps
+
+    if not config.judge:
+        raise InputError(f"{OPTION} re-judges with another prompt version: name --judge too")
+    if not config.spot_check:
+        raise InputError(f"{OPTION} needs --spot-check N (the number of cases to re-judge)")
+    swaps = prompt_swaps(config.spot_check_prompts, config.judge_tasks)
+    same = sorted(old for old, new in swaps.items() if old == new)
+    if same and not config.second_judge:
+        raise InputError(
+            f"{OPTION}: the run itself asks {', '.join(same)} of this judge, so the spot check "
+            "would compare it with itself; name another version or a --second-judge"
+        )
+    return swaps
 
 
 def check_cases(config: EvalConfig, cases: list[Case], *, target_named: bool) -> None:
@@ -110,6 +134,11 @@ async def check_judges(config: EvalConfig) -> dict[str, Any]:
             for name in names
             if name in TASKS
             for prompt in TASKS[name].prompts
+        }
+    if snapshot and config.spot_check and config.spot_check_prompts:
+        swaps = check_spot_check_prompts(config)
+        snapshot["spot_check_prompt_versions"] = {
+            new: load_prompt(new).version for new in swaps.values()
         }
     return snapshot
 

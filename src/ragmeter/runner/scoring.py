@@ -9,12 +9,14 @@ from. The spot check builds a second context with the second judge; the first is
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from typing import Any
 
 from ragmeter.config import EvalConfig
 from ragmeter.judges import JudgeSettings, judge_settings
 from ragmeter.metrics import MetricSettings, resolve_metrics, score_case
 from ragmeter.metrics.base import Metric
+from ragmeter.metrics.grounding.nli import check_grounding_model
 from ragmeter.metrics.performance import apply_prices, performance_summary
 from ragmeter.models import Case, CaseResult, RunRecord, Score, Scorecard
 from ragmeter.redaction import redact_text
@@ -106,7 +108,8 @@ def score_results(
 
 
 def check_scoring_config(config: EvalConfig) -> None:
-    """Fail before any question is asked if breakdowns, targets or weights are malformed."""
+    """Fail before any question is asked if breakdowns, targets or weights are malformed, or
+    the grounding model (``nli:PATH``) cannot be loaded."""
     for field in config.breakdowns:
         check_field(field)
     parse_targets(config.targets)
@@ -117,6 +120,7 @@ def check_scoring_config(config: EvalConfig) -> None:
         config.reference_cost_usd,
         config.reference_latency_ms,
     )
+    check_grounding_model(config.grounding_model)
 
 
 def judge_spot_check(
@@ -126,24 +130,46 @@ def judge_spot_check(
     results: list[CaseResult],
     scores: list[Score],
 ) -> dict[str, Any]:
-    """Re-judge ``spot_check`` random cases with the second judge; disagreement and kappa."""
+    """Re-judge ``spot_check`` random cases with the second judge (else the run's own) and the
+    spot check's prompt versions; disagreement and kappa. With prompt versions named, only the
+    tasks that ask them are re-judged (the others would ask the same prompts again). Counts
+    (``sum`` metrics) repeat their rates' verdicts and are left out."""
+    from ragmeter.judges.prompt_swaps import prompt_swaps, swapped_tasks
     from ragmeter.judges.reliability import spot_check
 
-    judged = {m.name: m for m in resolve_metrics(["judged"], metric_settings(config))}
-    second = config.second_judge or ""
-    context = metric_settings(config, judge_for(config, run_id, spec=second))
+    def verdicts(context: MetricSettings) -> list[Metric]:
+        return [m for m in resolve_metrics(["judged"], context) if m.aggregation != "sum"]
+
+    judged = {m.name for m in verdicts(metric_settings(config))}
+    second = config.second_judge or config.judge or ""
+    settings = judge_for(config, run_id, spec=second)
+    tasks = config.judge_tasks or None
+    swaps = prompt_swaps(config.spot_check_prompts, tasks) if config.spot_check_prompts else {}
+    if settings is not None and swaps:
+        settings = replace(
+            settings, prompts=tuple(swaps.items()), tasks=tuple(swapped_tasks(swaps, tasks))
+        )
+    context = metric_settings(config, settings)
 
     def rescore_with_second(
         subset: list[Case], subset_results: list[CaseResult]
     ) -> tuple[list[Score], dict[str, str]]:
-        metrics = resolve_metrics(["judged"], context)
+        metrics = verdicts(context)
         return score_results(subset, subset_results, metrics), {
             m.name: "0-5" if m.unit == "0-5" else "0-1" for m in metrics
         }
 
     first = [s for s in scores if s.metric in judged]
     return spot_check(
-        cases, results, first, config.spot_check, config.seed, second, rescore_with_second
+        cases,
+        results,
+        first,
+        config.spot_check,
+        config.seed,
+        second,
+        rescore_with_second,
+        first_judge=config.judge,
+        prompts=swaps,
     )
 
 
@@ -181,7 +207,7 @@ def score_run(
         targets=check_targets(scorecard, parse_targets(config.targets)),
         performance=performance_summary(results, priced),
     )
-    if config.judge and config.spot_check and config.second_judge:
+    if config.judge and config.spot_check and (config.second_judge or config.spot_check_prompts):
         extras.judge_reliability = judge_spot_check(config, run_id, cases, results, scores)
     if config.judge:
         extras.performance["cost"]["judge"] = store.judge_cost(run_id)

@@ -26,6 +26,8 @@ def statistic(
 ) -> npt.NDArray[np.float64]:
     if aggregation == "mean":
         return np.asarray(values.mean(axis=axis))
+    if aggregation == "sum":
+        return np.asarray(values.sum(axis=axis))
     if aggregation in _PERCENTILES:
         return np.asarray(np.percentile(values, _PERCENTILES[aggregation], axis=axis))
     raise ValueError(f"unknown aggregation {aggregation!r}")

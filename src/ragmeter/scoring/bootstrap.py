@@ -6,7 +6,9 @@ share the same weights (one matrix product per block of resamples), and because 
 weights are independent, the weights of any subset of cases are a Poisson bootstrap of that
 subset; so a breakdown group uses a slice of the same weight block (cases sorted by group).
 Quantile aggregations (p50, p95, ...) use the exact bootstrap of the order statistic
-(``stats.quantile_interval``), which needs no resampling at all.
+(``stats.quantile_interval``), which needs no resampling at all. A ``sum`` aggregation (a count
+such as seed 001's number of CORRECT answers) is the exact total over the scored cases: it is
+not an estimate, so it has no interval (the matching rate carries the uncertainty).
 """
 
 from __future__ import annotations
@@ -96,7 +98,7 @@ def summarize(
     ok = ~np.isnan(values)
     mean_cols = [j for j, m in enumerate(ordered) if m.aggregation == "mean"]
     for m in ordered:
-        if m.aggregation != "mean" and m.aggregation not in QUANTILES:
+        if m.aggregation not in ("mean", "sum") and m.aggregation not in QUANTILES:
             raise ValueError(f"metric {m.name}: unknown aggregation {m.aggregation!r}")
     k = len(mean_cols)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -189,6 +191,8 @@ def _summaries(
                         interval = (float(lows[g, j]), float(lows[g, j]))
                     elif n >= 2:
                         interval = interval_of.get(j)
+                elif n and metric.aggregation == "sum":
+                    value = float(sums[g, j])  # a true total: no mean x n, no interval
                 elif n:
                     column = values[idx[bounds[g] : bounds[g + 1]], j]
                     column = np.sort(column[~np.isnan(column)])

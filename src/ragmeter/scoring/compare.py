@@ -8,6 +8,11 @@ paired values 0 or 1 reads as binary.) A regression is a metric that is signific
 (p < alpha, respecting higher_is_better) by at least the margin: a share of the scale for
 binary, proportion and score metrics (0.02 of 0-1, 0.1 of a 0-5 score), relative to the
 baseline for counts, durations and costs.
+
+A metric aggregated by ``sum`` (a total, such as the number of CORRECT answers) compares its
+totals: ``delta`` is the candidate's total minus the baseline's, and ``total_diff`` the change
+over the shared cases alone (the sum of the paired differences); the test is the same paired
+test of the per-case values.
 """
 
 from __future__ import annotations
@@ -72,6 +77,7 @@ class MetricComparison(BaseModel):
     higher_is_better: bool
     unit: str | None = None
     metric_kind: str | None = None  # the metric's declared kind (binary, proportion, ...)
+    aggregation: str = "mean"  # how the run's value is made from the cases (mean, sum, p50...)
     baseline: float | None
     candidate: float | None
     delta: float | None
@@ -79,6 +85,7 @@ class MetricComparison(BaseModel):
     kind: Literal["binary", "continuous", "none"]
     test: str
     mean_diff: float | None = None
+    total_diff: float | None = None  # a sum's change over the shared cases (sums only)
     ci_low: float | None = None
     ci_high: float | None = None
     effect_size: float | None = None
@@ -130,6 +137,7 @@ def compare_metric(
         higher_is_better=summary.higher_is_better,
         unit=summary.unit,
         metric_kind=summary.value_kind(),
+        aggregation=summary.aggregation,
         baseline=b_value,
         candidate=c_value,
         delta=c_value - b_value if b_value is not None and c_value is not None else None,
@@ -145,6 +153,8 @@ def compare_metric(
     b = np.array([c_cases[c] for c in shared])
     diffs = b - a
     row.mean_diff = float(diffs.mean())
+    if summary.aggregation == "sum":
+        row.total_diff = float(diffs.sum())
     interval = paired_bootstrap_interval(diffs, resamples, seed)
     row.ci_low, row.ci_high = interval if interval else (None, None)
     declared = summary.value_kind() if summary.kind is not None else None

@@ -43,6 +43,11 @@ uses ``ALIGNED_SCORE_WEIGHTS``; without it (or with ``grounding_model="lexical"`
 ``DEFAULT_SCORE_WEIGHTS``. Both were fitted on a seeded half of two human-labelled sets and are
 reported on the other half (``bench/grounding_auc.py``, docs/grounding.md).
 
+With ``grounding_model="nli:PATH"`` a local NLI / cross-encoder model (``nli``: an ONNX or
+transformers folder) scores each claim against its best context windows instead: the claim's
+support is its entailment probability (supported at 0.5) and ``grounding_score`` the
+term-weighted mean over the checked claims (``score_model`` "nli").
+
 Metrics (group ``grounding``, need the ``retrieved`` input):
 
 * ``claim_support_rate``: supported / checked claims (seed 003 target > 0.85);

@@ -5,7 +5,7 @@ embedding cosines of the optional claim-support embedding term."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 import numpy as np
@@ -80,3 +80,30 @@ def token_aligner(embedder: TokenEmbedder) -> Aligner:
         return token_alignment(vectors[0], vectors[1:])
 
     return align
+
+
+ALIGN_BATCH_TEXTS = 512  # distinct texts embedded per group (their vectors are then dropped)
+
+
+def batched_alignments(
+    keys: list[tuple[str, ...]],
+    embedder: TokenEmbedder,
+    batch: int = ALIGN_BATCH_TEXTS,
+) -> Iterator[tuple[tuple[str, ...], Alignment]]:
+    """The alignment of every key (``alignment_texts``: the answer, then its context
+    sentences), as ``token_aligner`` gives it, computed in groups of about ``batch`` distinct
+    texts (a group closes once it has that many). Each text of a group is embedded once,
+    however many answers share it; answers with the same context go into the same group; a
+    group's vectors are dropped once its alignments are computed."""
+    ordered = sorted(dict.fromkeys(keys), key=lambda key: key[1:])
+    start = 0
+    while start < len(ordered):
+        group: list[tuple[str, ...]] = []
+        texts: dict[str, None] = {}
+        while start < len(ordered) and (not group or len(texts) < batch):
+            group.append(ordered[start])
+            texts.update(dict.fromkeys(ordered[start]))
+            start += 1
+        vectors = dict(zip(texts, embedder.token_embeddings(list(texts)), strict=True))
+        for key in group:
+            yield key, token_alignment(vectors[key[0]], [vectors[t] for t in key[1:]])

@@ -3,6 +3,7 @@ cached assessments) and the four Metric declarations (``grounding_metrics``)."""
 
 from __future__ import annotations
 
+from ragmeter.config import NLI_PREFIX
 from ragmeter.metrics.base import Metric, MetricOutput, MetricSettings, SkipScore
 from ragmeter.metrics.claims import extract_claims
 from ragmeter.metrics.grounding.alignment import (
@@ -11,6 +12,7 @@ from ragmeter.metrics.grounding.alignment import (
     SentenceEmbedder,
     TokenEmbedder,
     alignment_texts,
+    batched_alignments,
     token_alignment,
 )
 from ragmeter.metrics.grounding.assessment import (
@@ -28,6 +30,14 @@ from ragmeter.metrics.grounding.model import (
     GroundingWeights,
     ScoreWeights,
 )
+from ragmeter.metrics.grounding.nli import (
+    CachedNli,
+    NliModelError,
+    apply_nli,
+    load_scorer,
+    nli_pairs,
+)
+from ragmeter.metrics.markers import strip_markers
 from ragmeter.models import Case, Response
 
 
@@ -36,6 +46,7 @@ def _skip_abstention(response: Response) -> None:
         raise SkipScore("the response abstained (no claims to ground)")
 
 
+NLI_FAILED = "NLI model not used: "  # the note of an answer the NLI model did not score
 NO_CHECKED_CLAIMS = "no checked claims (none, or only general claims, which are not checked)"
 
 
@@ -50,6 +61,7 @@ class GroundingState:
         score_weights: ScoreWeights = DEFAULT_SCORE_WEIGHTS,
         aligned_score_weights: ScoreWeights = ALIGNED_SCORE_WEIGHTS,
         align: bool = True,
+        nli: str | None = None,
     ):
         self.embedder_spec = embedder_spec
         self.weights = weights
@@ -64,6 +76,10 @@ class GroundingState:
         self.token_note: str | None = None if align else "word-piece alignment off: lexical model"
         self._token_tried = False
         self._alignments: dict[tuple[str, ...], Alignment] = {}
+        self.nli_spec = nli  # "nli:PATH": claims and grounding_score by that NLI model
+        self._nli: CachedNli | None = None
+        self._nli_tried = False
+        self.nli_error: str | None = None
 
     def embedder(self) -> SentenceEmbedder | None:
         if self.weights.embedding <= 0 or not self.embedder_spec:
@@ -118,6 +134,7 @@ class GroundingState:
         """Embed in batches what the run needs: claims and context sentences (when the claim
         support uses an embedder), and the word-piece texts of every answer's alignment."""
         self._prepare_alignments(pairs)
+        self._prepare_nli(pairs)
         embedder = self.embedder()
         if embedder is None:
             return
@@ -130,57 +147,113 @@ class GroundingState:
         except Exception as exc:  # scored lexically later if the embedder keeps failing
             self.embedder_note = f"batch embedding failed ({type(exc).__name__}: {exc})"
 
-    def _prepare_alignments(self, pairs: list[tuple[Case, Response]], batch: int = 512) -> None:
-        """Alignments of every answer with claims, ``batch`` distinct texts per embedding call;
+    def _prepare_alignments(self, pairs: list[tuple[Case, Response]]) -> None:
+        """Alignments of every answer with claims, read as ``assess`` reads it (markers out),
+        in groups across cases (``batched_alignments``: each distinct text embedded once);
         only the two numbers per answer are kept, not the vectors."""
         embedder = self.token_embedder()
         if embedder is None:
             return
         pending: list[tuple[str, ...]] = []
         for _, response in pairs:
-            if response.abstained:
+            if response.abstained or not response.has("retrieved"):
                 continue
-            claims = [c.text for c in extract_claims(response.answer, MAX_CLAIMS)[0]]
+            answer = strip_markers(response.answer).text
+            claims = [c.text for c in extract_claims(answer, MAX_CLAIMS)[0]]
             if claims:
                 context = build_context([r.text for r in response.retrieved], MAX_CONTEXT_CHARS)
                 pending.append(tuple(alignment_texts(claims, context)))
-        pending = [key for key in dict.fromkeys(pending) if key not in self._alignments]
-        start = 0
-        while start < len(pending):
-            group: list[tuple[str, ...]] = []
-            texts: dict[str, None] = {}
-            while start < len(pending) and (not group or len(texts) < batch):
-                group.append(pending[start])
-                texts.update(dict.fromkeys(pending[start]))
-                start += 1
+        pending = [key for key in pending if key not in self._alignments]
+        try:
+            for key, alignment in batched_alignments(pending, embedder):
+                self._alignments[key] = alignment
+        except Exception as exc:  # each answer tries again alone when it is scored
+            self.token_note = f"batch word-piece embedding failed ({type(exc).__name__}: {exc})"
+
+    def nli(self) -> CachedNli | None:
+        """The NLI model of ``grounding_model: nli:PATH`` (loaded once), or None: not
+        configured, or it failed to load (the reason in ``nli_error``)."""
+        if self.nli_spec and not self._nli_tried:
+            self._nli_tried = True
             try:
-                vectors = dict(zip(texts, embedder.token_embeddings(list(texts)), strict=True))
-            except Exception as exc:  # each answer tries again alone when it is scored
-                self.token_note = f"batch word-piece embedding failed ({type(exc).__name__}: {exc})"
-                return
-            for key in group:
-                self._alignments[key] = token_alignment(
-                    vectors[key[0]], [vectors[t] for t in key[1:]]
+                self._nli = CachedNli(load_scorer(self.nli_spec))
+            except Exception as exc:
+                self.nli_error = (
+                    f"grounding model {self.nli_spec} could not be loaded "
+                    f"({type(exc).__name__}: {exc})"
                 )
+        return self._nli
+
+    def _prepare_nli(self, pairs: list[tuple[Case, Response]], chunk: int = 256) -> None:
+        """With an NLI model: every answer's claim/window pairs scored in batches across cases
+        (``chunk`` answers at a time); the assessments are kept in the cache."""
+        scorer = self.nli()
+        if scorer is None:
+            return
+        todo = [(c, r) for c, r in pairs if not r.abstained and r.has("retrieved")]
+        for start in range(0, len(todo), chunk):
+            found = [(self._key(c, r), self._lexical(c, r)) for c, r in todo[start : start + chunk]]
+            requests = [(v.text, w) for _, a in found for v, ws in nli_pairs(a) for w in ws]
+            try:
+                scorer.entailment([w for _, w in requests], [t for t, _ in requests])
+            except Exception as exc:  # each answer tries again alone when it is scored
+                self.nli_error = f"batch NLI scoring failed ({type(exc).__name__}: {exc})"
+                return
+            for key, assessment in found:
+                self._with_model(assessment)
+                self._keep(key, assessment)
+
+    @staticmethod
+    def _key(case: Case, response: Response) -> tuple[str, str, tuple[str, ...]]:
+        return case.question, response.answer, tuple(chunk.text for chunk in response.retrieved)
+
+    def _lexical(self, case: Case, response: Response) -> Assessment:
+        found = assess(
+            response.answer,
+            [chunk.text for chunk in response.retrieved],
+            self.weights,
+            self.embedder(),
+            self.score_weights,
+            self.aligner(),
+            self.aligned_score_weights,
+            question=case.question,
+        )
+        found.notes.extend(n for n in (self.embedder_note, self.token_note) if n)
+        return found
+
+    def _with_model(self, found: Assessment) -> None:
+        scorer = self.nli()
+        if scorer is None:
+            found.notes.append(f"{NLI_FAILED}{self.nli_error}")
+            return
+        try:
+            apply_nli(found, scorer)
+        except Exception as exc:
+            found.notes.append(f"{NLI_FAILED}{self.nli_spec} failed ({type(exc).__name__}: {exc})")
+
+    def require_model(self, found: Assessment) -> None:
+        """With an NLI model configured, an answer with claims that it did not score fails
+        (never a lexical number in its place), the reason in the error and its details."""
+        if self.nli_spec and found.claims and found.model_score is None:
+            reason = next(
+                (n[len(NLI_FAILED) :] for n in found.notes if n.startswith(NLI_FAILED)),
+                self.nli_error or "the NLI model gave no score",
+            )
+            raise NliModelError(reason, {"grounding_model": self.nli_spec, "error": reason})
+
+    def _keep(self, key: tuple[str, str, tuple[str, ...]], found: Assessment) -> None:
+        if len(self._cache) > 1024:
+            self._cache.clear()
+        self._cache[key] = found
 
     def assess(self, case: Case, response: Response) -> Assessment:
-        key = (case.question, response.answer, tuple(chunk.text for chunk in response.retrieved))
+        key = self._key(case, response)
         found = self._cache.get(key)
         if found is None:
-            found = assess(
-                response.answer,
-                list(key[2]),
-                self.weights,
-                self.embedder(),
-                self.score_weights,
-                self.aligner(),
-                self.aligned_score_weights,
-                question=case.question,
-            )
-            found.notes.extend(n for n in (self.embedder_note, self.token_note) if n)
-            if len(self._cache) > 1024:
-                self._cache.clear()
-            self._cache[key] = found
+            found = self._lexical(case, response)
+            if self.nli_spec:
+                self._with_model(found)
+            self._keep(key, found)
         return found
 
 
@@ -196,11 +269,13 @@ def grounding_metrics(
         score_weights,
         aligned_score_weights,
         align=settings.grounding_model == "auto",
+        nli=settings.grounding_model if settings.grounding_model.startswith(NLI_PREFIX) else None,
     )
 
     def support_rate(case: Case, response: Response) -> MetricOutput:
         _skip_abstention(response)
         result = state.assess(case, response)
+        state.require_model(result)
         checked = result.checked
         if not checked:
             raise SkipScore(NO_CHECKED_CLAIMS)
@@ -210,6 +285,7 @@ def grounding_metrics(
     def unsupported_count(case: Case, response: Response) -> MetricOutput:
         _skip_abstention(response)
         result = state.assess(case, response)
+        state.require_model(result)
         if not result.checked:
             raise SkipScore(NO_CHECKED_CLAIMS)
         return float(len(result.unsupported)), result.details()
@@ -225,11 +301,13 @@ def grounding_metrics(
     def score(case: Case, response: Response) -> MetricOutput:
         _skip_abstention(response)
         result = state.assess(case, response)
+        state.require_model(result)
         if result.score is None:
             raise SkipScore("no checkable claims (empty, refusal-only or question-only answer)")
         return result.score, result.details()
 
     needs = ("retrieved",)
+    prepare = state.prepare  # one object: the runner prepares the four metrics once
     return [
         Metric(
             "claim_support_rate",
@@ -237,7 +315,7 @@ def grounding_metrics(
             support_rate,
             needs,
             description="share of checked (assertion and inference) claims the context supports",
-            prepare=state.prepare,
+            prepare=prepare,
             kind="proportion",
         ),
         Metric(
@@ -248,7 +326,7 @@ def grounding_metrics(
             higher_is_better=False,
             unit="claims",
             description="checked claims the retrieved context does not support",
-            prepare=state.prepare,
+            prepare=prepare,
             kind="count",
         ),
         Metric(
@@ -259,7 +337,7 @@ def grounding_metrics(
             higher_is_better=False,
             unit="numbers",
             description="numbers in the answer whose normalised value is not in the context",
-            prepare=state.prepare,
+            prepare=prepare,
             kind="count",
         ),
         Metric(
@@ -268,7 +346,7 @@ def grounding_metrics(
             score,
             ("retrieved",),
             description="continuous support of the answer's claims by the context, in [0, 1]",
-            prepare=state.prepare,
+            prepare=prepare,
             kind="score",
         ),
     ]
