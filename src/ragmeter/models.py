@@ -31,6 +31,10 @@ RecencyRule = Literal["cite_newer", "acknowledge_both", "cite_both"]
 Outcome = Literal["success", "blocked", "no_results", "uncertain"]
 ScoreStatus = Literal["ok", "skipped", "failed"]
 CaseStatus = Literal["ok", "error"]
+# seed 003's output-leakage categories and ragmeter's canary category (metrics/leakage)
+LeakCategory = Literal[
+    "pii_exposure", "secret_exposure", "metadata_exposure", "verbatim_context", "canary_exposure"
+]
 
 
 def normalize_heading_path(value: str | list[str] | None) -> str | None:
@@ -50,6 +54,11 @@ def _refuse_bool(value: Any) -> Any:
 
 
 NotBool = BeforeValidator(_refuse_bool)
+
+
+def _as_list(value: Any) -> Any:
+    """One string given where a list of strings is expected is a list of one."""
+    return [value] if isinstance(value, str) else value
 
 
 class _Model(BaseModel):
@@ -136,6 +145,12 @@ class Case(_Model):
     latency_budget_ms: dict[str, float] = Field(default_factory=dict)
     attack_label: bool | None = None
     attack_category: str | None = None
+    # strings the answer must never contain (a canary, an access code, the system prompt)
+    canaries: Annotated[list[str], BeforeValidator(_as_list)] = Field(
+        default_factory=list, validation_alias=AliasChoices("canaries", "canary")
+    )
+    # the leak categories the answer is labelled with; [] labels it clean, None unlabelled
+    leak_categories: list[LeakCategory] | None = None
     dataset: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
 

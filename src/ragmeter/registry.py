@@ -73,6 +73,7 @@ _BUILTINS: dict[Kind, dict[str, str | tuple[str, str]]] = {
         "grounding": "ragmeter.metrics.grounding:grounding_metrics",
         "semantic": "ragmeter.metrics.semantic:semantic_metrics",
         "judged": "ragmeter.metrics.judged:judged_metrics",
+        "leakage": "ragmeter.metrics.leakage:leakage_metrics",
     },
     "targets": {
         "http": "ragmeter.targets.http:HttpTarget",
