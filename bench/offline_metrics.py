@@ -72,6 +72,7 @@ def clear_text_caches() -> None:
         text.stem,
         markers.strip_markers,
         features._chunk,
+        features._build_context,
     ):
         cached.cache_clear()
 

@@ -215,7 +215,13 @@ def _chunk(text: str) -> tuple[_Sentence, ...]:
 
 def build_context(texts: list[str], max_chars: int = 2_000_000) -> Context:
     """Sentence term sets, an inverted index, bigrams and number values of the context (its
-    citation markers removed: ``ragmeter.metrics.markers``)."""
+    citation markers removed: ``ragmeter.metrics.markers``). The same texts give the same
+    (shared, read-only) Context: a run's batch preparation and its scoring read each once."""
+    return _build_context(tuple(texts), max_chars)
+
+
+@lru_cache(maxsize=256)
+def _build_context(texts: tuple[str, ...], max_chars: int) -> Context:
     chunks: list[tuple[_Sentence, ...]] = []
     numbers: set[str] = set()
     used = 0
