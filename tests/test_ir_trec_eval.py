@@ -109,7 +109,12 @@ def test_measure_names() -> None:
     with pytest.raises(ValueError, match="takes no cutoff"):
         parse_measure("map.5")
     with pytest.raises(ValueError, match="unknown measure"):
-        parse_measure("bpref")
+        parse_measure("no_such_measure")
+    assert parse_measure("bpref") == Measure("bpref")
+    assert parse_measure("ndcg.1=3,2=9").label == "ndcg_1=3,2=9"
+    assert parse_measure("iprec_at_recall.0.5").label == "iprec_at_recall_0.50"
+    with pytest.raises(ValueError, match="names 2 measures"):
+        parse_measure("P.5,10")
 
 
 BATCH_MEASURES = [
@@ -149,16 +154,17 @@ def test_batch_engine_equals_per_query_measures_and_trec_eval(
 def test_batch_complete_adds_qrels_only_queries_as_zero() -> None:
     from ragmeter.metrics.ir_batch import evaluate_batch
 
+    # trec_eval -c: a missing query ranks one unjudged document, num_ret then set to 0
     qrels = {"a": {"d1": 1}, "b": {"d2": 2, "d3": 1}}
     run = {"a": {"d1": 1.0, "d9": 0.5}, "z": {"d1": 1.0}}
-    measures = [parse_measure("P.1"), parse_measure("num_rel")]
+    measures = [parse_measure("P.1"), parse_measure("num_rel"), parse_measure("num_ret")]
     plain = evaluate_batch(qrels, run, measures)
     assert plain.query_ids == ["a"] and plain.mean("P_1") == 1.0
     complete = evaluate_batch(qrels, run, measures, complete=True)
     assert complete.query_ids == ["a", "b"]
     assert complete.per_query() == {
-        "a": {"P_1": 1.0, "num_rel": 1.0},
-        "b": {"P_1": 0.0, "num_rel": 2.0},
+        "a": {"P_1": 1.0, "num_rel": 1.0, "num_ret": 2.0},
+        "b": {"P_1": 0.0, "num_rel": 2.0, "num_ret": 0.0},
     }
 
 

@@ -1,3 +1,3 @@
-from ragmeter.cli.main import main
+from ragmeter.cli.launch import run
 
-main()
+run()

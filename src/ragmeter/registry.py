@@ -73,6 +73,7 @@ _BUILTINS: dict[Kind, dict[str, str | tuple[str, str]]] = {
         "grounding": "ragmeter.metrics.grounding:grounding_metrics",
         "semantic": "ragmeter.metrics.semantic:semantic_metrics",
         "judged": "ragmeter.metrics.judged:judged_metrics",
+        "trec": "ragmeter.metrics.ir.case_metrics:trec_metrics",
         "leakage": "ragmeter.metrics.leakage:leakage_metrics",
     },
     "targets": {

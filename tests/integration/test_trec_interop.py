@@ -101,7 +101,7 @@ def test_trec_command_matches_trec_eval_on_cranfield(tmp_path: Path) -> None:
     write_qrels(tmp_path / "qrels", qrels)
 
     measures = ["ndcg_cut.10", "P.5", "recall.100", "map", "recip_rank", "Rprec", "success.1"]
-    args = [str(tmp_path / "qrels"), str(tmp_path / "run")]
+    args = [str(tmp_path / "qrels"), str(tmp_path / "run"), "-m", "num_q"]
     for m in measures:
         args += ["-m", m]
     result = ragmeter("trec", *args, "-q")
@@ -166,6 +166,8 @@ def test_exported_run_reproduces_the_retrieval_scores(tmp_path: Path) -> None:
         "recip_rank.3",
         "-m",
         "f1.5",
+        "-m",
+        "num_q",
     )
     assert result.returncode == 0, result.stderr
     ours = parse_trec_output(result.stdout)
@@ -190,5 +192,8 @@ def test_exported_run_reproduces_the_retrieval_scores(tmp_path: Path) -> None:
 def test_trec_command_rejects_bad_measures(tmp_path: Path) -> None:
     (tmp_path / "q").write_text("a 0 d 1\n")
     (tmp_path / "r").write_text("a Q0 d 1 1.0 t\n")
+    result = ragmeter("trec", str(tmp_path / "q"), str(tmp_path / "r"), "-m", "map.5")
+    assert result.returncode == 2 and "takes no cutoff" in result.stderr
+    # trec_eval's syntax: a bare P is its default cutoffs
     result = ragmeter("trec", str(tmp_path / "q"), str(tmp_path / "r"), "-m", "P")
-    assert result.returncode == 2 and "needs a cutoff" in result.stderr
+    assert result.returncode == 0 and "P_1000" in result.stdout

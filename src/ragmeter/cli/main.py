@@ -12,6 +12,8 @@ from ragmeter.cli import (  # noqa: F401
 )
 from ragmeter.cli.app import main
 
+main.add_command(trec.trec_command)  # trec.py imports no other CLI module (cli/launch.py)
+
 __all__ = ["main"]
 
 if __name__ == "__main__":

@@ -1,37 +1,42 @@
 """The vectorised engine: trec_eval measures over many queries at once (TREC files, large runs).
 
 Same conventions as the per-query engine (and trec_eval): ranking by score descending then
-document id descending, ``P@k`` over k, measures over the queries present in both qrels and run
-(``complete=True`` adds qrels-only queries, scored as an empty ranking, like ``trec_eval -c``).
-
-Only the judged relevant documents are looked up in the run (a few per query); every run score
-is touched once, by NumPy: the rank of a relevant document is one plus the number of the query's
-scores above its own (ties broken by document id, in Python, only where scores are equal).
-:class:`BatchFacts` holds those ranks; each measure's ``batch`` computation in :mod:`.measures`
-turns them into one column of values.
+document id descending, measures over the queries in both qrels and run (``complete=True``
+adds qrels-only queries, scored as trec_eval ``-c`` scores them). :mod:`.ranked` gives every
+judged retrieved document ("entry") its rank; :class:`BatchFacts` applies ``-M`` and ``-J``,
+orders the entries by query then rank, and offers the counts and running sums the measures'
+``batch`` computations (in :mod:`.measures`) turn into one column of values each.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from functools import cached_property
-from itertools import chain
 
 import numpy as np
 
-from .core import BoolArray, FloatArray, Gain, IntArray, Measure, gain_of
+from .core import UNJUDGED, BoolArray, FloatArray, Gain, IntArray, Measure, Params
 from .measures import declaration_of
-from .query import query_measures
+from .ranked import Qrels, Ranked, Run, from_dicts
 
-Qrels = Mapping[str, Mapping[str, float]]
-Run = Mapping[str, Mapping[str, float]]
+__all__ = [
+    "BatchFacts",
+    "BatchResult",
+    "Ideal",
+    "Qrels",
+    "Run",
+    "evaluate_batch",
+    "evaluate_ranked",
+]
 
 
 @dataclass(frozen=True)
 class BatchResult:
     query_ids: list[str]
     values: dict[str, FloatArray]  # measure label -> one value per query, in query_ids order
+    texts: dict[str, list[str]] = field(default_factory=dict)  # relstring's strings
+    missing: BoolArray | None = None  # queries the run lacks (complete=True)
 
     def mean(self, label: str) -> float:
         column = self.values[label]
@@ -44,166 +49,254 @@ class BatchResult:
         }
 
 
-def _scores_matrix(run: Run, query_ids: list[str]) -> tuple[FloatArray, IntArray]:
-    lengths = np.fromiter((len(run[q]) for q in query_ids), dtype=np.int64, count=len(query_ids))
-    flat = np.fromiter(
-        chain.from_iterable(run[q].values() for q in query_ids),
-        dtype=np.float64,
-        count=int(lengths.sum()),
-    )
-    width = int(lengths.max()) if len(lengths) else 0
-    if len(lengths) and (lengths == width).all():
-        return flat.reshape(len(query_ids), width), lengths
-    matrix = np.full((len(query_ids), width), -np.inf)
-    matrix[np.arange(width) < lengths[:, None]] = flat
-    return matrix, lengths
+class Ideal:
+    """Each query's ideal ranking under one gain table: the positive gains of its judged
+    documents, best first, as one flat array with per-query offsets, and running sums."""
+
+    def __init__(self, query: IntArray, gains: FloatArray, n_queries: int) -> None:
+        keep = gains > 0
+        query, gains = query[keep], gains[keep]
+        order = np.lexsort((-gains, query))
+        self.query, self.gains = query[order], gains[order]
+        self.lengths = np.bincount(self.query, minlength=n_queries)
+        self.offsets = np.concatenate(([0], np.cumsum(self.lengths)))[:-1]
+        position = np.arange(len(self.query)) - self.offsets[self.query]
+        self.position = position
+        self.discounted = _group_cumsum(self.gains / np.log2(position + 2.0), self.query)
+        self.total = _group_cumsum(self.gains, self.query)
+        self.cost = _group_cumsum(np.maximum(self.gains, 1.0), self.query)
+
+    def dcg(self, query: IntArray, k: IntArray | int) -> FloatArray:
+        """Ideal DCG of the top k, per item (query, k)."""
+        return _prefix(self.discounted, self.offsets[query], np.minimum(k, self.lengths[query]))
+
+    def full_dcg(self) -> FloatArray:
+        return self.dcg(np.arange(len(self.lengths)), self.lengths)
+
+    def at(self, running: FloatArray, query: IntArray, k: IntArray | int) -> FloatArray:
+        """One of the running sums (``discounted``, ``total``, ``cost``) at the top k."""
+        return _prefix(running, self.offsets[query], np.minimum(k, self.lengths[query]))
+
+
+def _group_cumsum(values: FloatArray, groups: IntArray) -> FloatArray:
+    """Running sums restarting at each group (``groups`` sorted)."""
+    total = np.cumsum(values)
+    if not len(values):
+        return total
+    first = np.searchsorted(groups, groups, side="left")
+    return total - (total[first] - values[first])
+
+
+def _prefix(running: FloatArray, start: IntArray, count: IntArray) -> FloatArray:
+    """Sum of the first ``count`` values of each group from its running sums."""
+    count = np.asarray(count)
+    safe = np.maximum(start + count - 1, 0)
+    picked = running[np.minimum(safe, max(len(running) - 1, 0))] if len(running) else safe * 0.0
+    return np.where(count > 0, picked, 0.0)
 
 
 class BatchFacts:
-    """The retrieved judged documents of many queries: one entry each, with its query and rank.
+    """The entries of many queries after ``-M`` and ``-J``, by query then rank.
 
-    ``qidx``, ``ranks``, ``relevant`` and ``entry_gain`` are parallel arrays over the entries;
-    ``num_rel`` and ``lengths`` (documents retrieved) hold one value per query.
-    """
+    ``eq``, ``er``, ``ec`` are parallel arrays over the entries (query, 1-based rank, code as
+    in :mod:`.core`); ``jq``, ``jg`` the qrels lines (query, grade); per query: ``num_ret``,
+    ``num_rel``, ``num_nonrel`` (judged with 0 <= grade < level)."""
 
-    lengths: IntArray
-    n_queries: int
-    qidx: IntArray
-    ranks: IntArray
+    n: int
+    level: int
+    gain: Gain
+    num_docs: int
+    eq: IntArray
+    er: IntArray
+    ec: IntArray
+    num_ret: IntArray
+    jq: IntArray
+    jg: IntArray
+    num_rel: FloatArray
+    num_nonrel: FloatArray
     relevant: BoolArray
-    num_rel: IntArray
-    safe_rel: IntArray
-    ideal_width: int
-    ideal_gains: FloatArray
-    discounts: FloatArray
-    entry_gain: FloatArray
+    num_rel_ret: FloatArray
 
     def __init__(
-        self, qrels: Qrels, run: Run, query_ids: list[str], relevance_level: float, gain: Gain
+        self,
+        ranked: Ranked,
+        relevance_level: int = 1,
+        gain: Gain = "linear",
+        judged_only: bool = False,
+        max_retrieved: int | None = None,
+        num_docs: int = 0,
     ) -> None:
-        matrix, self.lengths = _scores_matrix(run, query_ids)
-        self.n_queries = n_queries = len(query_ids)
+        self.n = n = len(ranked.query_ids)
+        self.level, self.gain, self.num_docs = relevance_level, gain, num_docs
+        num_ret = ranked.num_ret.astype(np.int64)
+        q, r = ranked.entry_query, ranked.entry_rank
+        code = np.where(ranked.entry_grade >= 0, ranked.entry_grade, UNJUDGED)
+        if max_retrieved is not None:
+            keep = r <= max_retrieved
+            q, r, code = q[keep], r[keep], code[keep]
+            num_ret = np.minimum(num_ret, max(max_retrieved, 0))
+        order = np.lexsort((r, q))
+        q, r, code = q[order], r[order], code[order]
+        if judged_only:
+            keep = code >= 0
+            q, code = q[keep], code[keep]
+            num_ret = np.bincount(q, minlength=n).astype(np.int64)
+            r = np.arange(len(q)) - np.searchsorted(q, q, side="left") + 1
+        self.eq, self.er, self.ec = q, r.astype(np.int64), code.astype(np.int64)
+        self.num_ret = num_ret
+        self.jq, self.jg = ranked.judged_query, ranked.judged_grade
+        judged = self.jg >= 0
+        self.num_rel = self._bincount(self.jq[self.jg >= relevance_level])
+        self.num_nonrel = self._bincount(self.jq[judged & (self.jg < relevance_level)])
+        self.relevant = self.ec >= relevance_level
+        self.num_rel_ret = self.count(self.relevant)
+        self._ideal: dict[str, Ideal] = {}
 
-        # judged documents with grade > 0 that the run retrieved: (query, score, grade, doc)
-        entry_query: list[int] = []
-        entry_score: list[float] = []
-        entry_grade: list[float] = []
-        entry_doc: list[str] = []
-        num_rel = np.zeros(n_queries, dtype=np.int64)
-        ideal: list[list[float]] = []
-        for qi, qid in enumerate(query_ids):
-            judged = qrels[qid]
-            retrieved = run[qid]
-            positive: list[float] = []
-            for doc, grade in judged.items():
-                if grade <= 0:
-                    continue
-                positive.append(grade)
-                if grade >= relevance_level:
-                    num_rel[qi] += 1
-                score = retrieved.get(doc)
-                if score is not None:
-                    entry_query.append(qi)
-                    entry_score.append(score)
-                    entry_grade.append(grade)
-                    entry_doc.append(doc)
-            ideal.append(sorted((gain_of(g, gain) for g in positive), reverse=True))
+    def _bincount(self, index: IntArray, weights: FloatArray | None = None) -> FloatArray:
+        return np.bincount(index, weights=weights, minlength=self.n).astype(np.float64)
 
-        self.qidx = qidx = np.array(entry_query, dtype=np.int64)
-        scores = np.array(entry_score, dtype=np.float64)
-        grades = np.array(entry_grade, dtype=np.float64)
-        rows = matrix[qidx]
-        above = (rows > scores[:, None]).sum(axis=1)
-        tied = (rows == scores[:, None]).sum(axis=1) - 1
-        for position in np.flatnonzero(tied > 0):
-            retrieved = run[query_ids[qidx[position]]]
-            doc, score = entry_doc[position], scores[position]
-            above[position] += sum(1 for d, s in retrieved.items() if s == score and d > doc)
-        self.ranks = above + 1
-        self.relevant = grades >= relevance_level
-        self.num_rel = num_rel
-        self.safe_rel = np.maximum(num_rel, 1)
+    def count(self, where: BoolArray) -> FloatArray:
+        """Each query's entries where ``where`` holds."""
+        return self._bincount(self.eq[where])
 
-        self.ideal_width = ideal_width = max((len(g) for g in ideal), default=0)
-        self.ideal_gains = np.zeros((n_queries, ideal_width))
-        for qi, gains in enumerate(ideal):
-            self.ideal_gains[qi, : len(gains)] = gains
-        longest = max(ideal_width, int(self.lengths.max(initial=0)))
-        self.discounts = 1.0 / np.log2(np.arange(2, longest + 2))
-        self.entry_gain = np.array([gain_of(g, gain) for g in entry_grade], dtype=np.float64)
+    def total(self, values: FloatArray, where: BoolArray | None = None) -> FloatArray:
+        """Each query's sum of ``values`` over its entries (where ``where`` holds), in rank
+        order, as trec_eval adds them."""
+        if where is None:
+            return self._bincount(self.eq, values)
+        return self._bincount(self.eq[where], values[where])
 
-    def count_relevant(self, where: BoolArray | None = None) -> FloatArray:
-        """Each query's relevant entries (only those where ``where`` is true, if given)."""
-        mask = self.relevant if where is None else self.relevant & where
-        return np.bincount(self.qidx[mask], minlength=self.n_queries).astype(np.float64)
+    def hits(self, k: int | IntArray | None) -> FloatArray:
+        """Relevant documents in each query's top k (``k`` one number or one per entry)."""
+        if k is None:
+            return self.num_rel_ret
+        return self.count(self.relevant & (self.er <= k))
 
-    def hits(self, k: int | None) -> FloatArray:
-        """Relevant documents in each query's top k (in its whole ranking without k)."""
-        return self.count_relevant(self.ranks <= (np.inf if k is None else k))
+    def safe_divide(self, top: FloatArray, bottom: FloatArray) -> FloatArray:
+        """``top / bottom``, 0 where ``bottom`` is 0."""
+        return np.where(bottom != 0, top / np.where(bottom != 0, bottom, 1), 0.0)
 
-    def over_num_rel(self, counts: FloatArray | IntArray) -> FloatArray:
-        """``counts / num_rel``, 0 for a query without relevant documents."""
-        return np.where(self.num_rel > 0, counts / self.safe_rel, 0.0)
+    @cached_property
+    def cum_rel(self) -> FloatArray:
+        """Relevant entries at or above each entry, within its query."""
+        return _group_cumsum(self.relevant.astype(np.float64), self.eq)
+
+    def running(self, values: FloatArray) -> FloatArray:
+        """Each entry's running sum of ``values`` down its query's ranking (itself included)."""
+        return _group_cumsum(values, self.eq)
+
+    @cached_property
+    def _rank_keys(self) -> tuple[IntArray, int]:
+        width = int(self.er.max(initial=0)) + 2
+        return self.eq * width + self.er, width
+
+    def running_at(self, running: FloatArray, query: IntArray, cutoff: IntArray) -> FloatArray:
+        """A running sum (see :meth:`running`) at rank ``cutoff`` of ``query``: its value at
+        the query's last entry ranked at or above the cutoff (0 if none), per item."""
+        keys, width = self._rank_keys
+        if not len(keys):
+            return np.zeros(len(query))
+        index = np.searchsorted(keys, query * width + np.minimum(cutoff, width - 1), "right") - 1
+        safe = np.maximum(index, 0)
+        return np.where((index >= 0) & (self.eq[safe] == query), running[safe], 0.0)
+
+    @cached_property
+    def group_start(self) -> IntArray:
+        """Index of the first entry of each entry's query."""
+        return np.searchsorted(self.eq, self.eq, side="left")
 
     @cached_property
     def first_rank(self) -> FloatArray:
         """Rank of each query's first relevant document (inf where none was retrieved)."""
-        first = np.full(self.n_queries, np.inf)
-        relevant = self.relevant
-        np.minimum.at(first, self.qidx[relevant], self.ranks[relevant].astype(np.float64))
+        first = np.full(self.n, np.inf)
+        np.minimum.at(first, self.eq[self.relevant], self.er[self.relevant].astype(np.float64))
         return first
 
     @cached_property
-    def _hits_in_order(self) -> tuple[IntArray, IntArray, FloatArray]:
-        """Relevant entries by query then rank: (query, rank, precision at that rank)."""
-        order = np.lexsort((self.ranks, self.qidx))
-        keep = self.relevant[order]
-        queries = self.qidx[order][keep]
-        ranks = self.ranks[order][keep]
-        group_start = np.searchsorted(queries, queries, side="left")
-        return queries, ranks, (np.arange(len(queries)) - group_start + 1) / ranks
+    def relevant_precision(self) -> FloatArray:
+        """Precision at each relevant entry (0 at the others)."""
+        return np.where(self.relevant, self.cum_rel / self.er, 0.0)
 
-    def average_precision(self, k: int | None) -> FloatArray:
-        queries, ranks, precision = self._hits_in_order
-        keep = ranks <= (np.inf if k is None else k)
-        total = np.bincount(queries[keep], weights=precision[keep], minlength=self.n_queries)
-        return self.over_num_rel(total)
+    def gain_values(self, grades: IntArray, params: Params | None) -> FloatArray:
+        """Gains of grades under trec_eval's table: the grade (or ``2^grade - 1``), unless a
+        ``level=gain`` parameter says otherwise; 0 for negative codes."""
+        positive = np.maximum(grades, 0).astype(np.float64)
+        values = positive if self.gain == "linear" else np.exp2(positive) - 1.0
+        for level, value in (params.level_gains() if params is not None else {}).items():
+            values = np.where(grades == level, value, values)
+        return np.where(grades >= 0, values, 0.0)
 
-    def ndcg(self, k: int | None) -> FloatArray:
-        mask = (self.entry_gain > 0) & (self.ranks <= (np.inf if k is None else k))
-        dcg = np.bincount(
-            self.qidx[mask],
-            weights=self.entry_gain[mask] * self.discounts[self.ranks[mask] - 1],
-            minlength=self.n_queries,
-        )
-        cut = self.ideal_width if k is None else min(k, self.ideal_width)
-        ideal_dcg = (self.ideal_gains[:, :cut] * self.discounts[:cut]).sum(axis=1)
-        return np.where(ideal_dcg > 0, dcg / np.where(ideal_dcg > 0, ideal_dcg, 1), 0.0)
+    def ideal(self, params: Params | None) -> Ideal:
+        key = params.text if params is not None else ""
+        found = self._ideal.get(key)
+        if found is None:
+            judged = self.jg >= 0
+            gains = self.gain_values(self.jg[judged], params)
+            found = self._ideal[key] = Ideal(self.jq[judged], gains, self.n)
+        return found
+
+    @cached_property
+    def grade_ideal(self) -> Ideal:
+        """ndcg_cut's ideal ranking: every judged grade > 0 as its gain (no parameters)."""
+        return self.ideal(None)
+
+    @cached_property
+    def top_level(self) -> IntArray:
+        """Each query's highest judged level (-1 for none): its gain table runs from 0 to it."""
+        top = np.full(self.n, -1, dtype=np.int64)
+        judged = self.jg >= 0
+        np.maximum.at(top, self.jq[judged], self.jg[judged])
+        return top
+
+
+def evaluate_ranked(
+    ranked: Ranked,
+    measures: Sequence[Measure],
+    relevance_level: int = 1,
+    gain: Gain = "linear",
+    *,
+    judged_only: bool = False,
+    max_retrieved: int | None = None,
+    num_docs: int = 0,
+) -> BatchResult:
+    """Every requested measure for every query of ``ranked``."""
+    facts = BatchFacts(ranked, relevance_level, gain, judged_only, max_retrieved, num_docs)
+    values: dict[str, FloatArray] = {}
+    texts: dict[str, list[str]] = {}
+    for measure in measures:
+        declared, arg = declaration_of(measure)
+        column = np.asarray(declared.batch(facts, arg), dtype=np.float64)
+        if declared.zero_when_missing and ranked.missing.any():
+            column = np.where(ranked.missing, 0.0, column)
+        values[measure.label] = column
+        if declared.text_batch is not None:
+            texts[measure.label] = [
+                "" if gone else text
+                for text, gone in zip(declared.text_batch(facts, arg), ranked.missing, strict=True)
+            ]
+    return BatchResult(ranked.query_ids, values, texts, ranked.missing)
 
 
 def evaluate_batch(
     qrels: Qrels,
     run: Run,
     measures: Sequence[Measure],
-    relevance_level: float = 1,
+    relevance_level: int = 1,
     gain: Gain = "linear",
     complete: bool = False,
+    *,
+    judged_only: bool = False,
+    max_retrieved: int | None = None,
+    num_docs: int = 0,
 ) -> BatchResult:
-    query_ids = sorted(q for q in run if q in qrels)
-    facts = BatchFacts(qrels, run, query_ids, relevance_level, gain)
-    values = {m.label: declaration_of(m).batch(facts, m.cutoff) for m in measures}
-    missing = sorted(q for q in qrels if q not in run) if complete else []
-    if not missing:
-        return BatchResult(query_ids, values)
-    # a query the run lacks is scored as an empty ranking, by the per-query engine
-    everyone = sorted(query_ids + missing)
-    positions = {q: i for i, q in enumerate(everyone)}
-    present = [positions[q] for q in query_ids]
-    empty = {q: query_measures([], qrels[q], measures, relevance_level, gain) for q in missing}
-    for label, column in values.items():
-        full = np.zeros(len(everyone))
-        full[present] = column
-        for q in missing:
-            full[positions[q]] = empty[q][label]
-        values[label] = full
-    return BatchResult(everyone, values)
+    """Measures of a run held as dicts (query -> document -> score) against qrels (query ->
+    document -> grade), over the queries in both (every qrels query with ``complete``)."""
+    return evaluate_ranked(
+        from_dicts(qrels, run, complete),
+        measures,
+        relevance_level,
+        gain,
+        judged_only=judged_only,
+        max_retrieved=max_retrieved,
+        num_docs=num_docs,
+    )
