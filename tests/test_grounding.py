@@ -37,9 +37,16 @@ def expected_score(
     personal: bool,
     word_recall: float,
     opener: bool,
+    *,
+    words: int = 0,
+    abstains: float = 0.0,
+    relation_violations: int = 0,
 ) -> float:
-    """``grounding_score`` by hand from the shipped weights (sigmoid of the weighted sum)."""
+    """``grounding_score`` by hand from the shipped weights (sigmoid of the weighted sum); an
+    answer of more than 30 words (``words``) is partly or fully long: long = (words - 30) / 20,
+    at most 1."""
     w = DEFAULT_SCORE_WEIGHTS
+    long = min(max((words - 30) / 20, 0.0), 1.0)
     z = (
         w.intercept
         + w.coverage * coverage
@@ -49,6 +56,13 @@ def expected_score(
         + w.personal * personal
         + w.word_recall * word_recall
         + w.opener * opener
+        + w.abstains * abstains
+        + w.long * long
+        + w.long_personal * long * personal
+        + w.long_opener * long * opener
+        + w.long_coverage * long * coverage
+        + w.long_word_recall * long * word_recall
+        + w.long_relation_violations * long * relation_violations
     )
     return 1 / (1 + math.exp(-z))
 
@@ -341,6 +355,7 @@ def test_personal_opener_and_word_recall() -> None:
         personal=True,  # "I"
         word_recall=3 / 7,  # yes i love that vacation accrues monthly: 3 of 7 words found
         opener=True,  # opens with "Yes"
+        words=7,  # short: ``long`` 0
     )
     assert result.score == pytest.approx(expected_score(1.0, 1.0, 0, 0, True, 3 / 7, True))
     plain = assess("Vacation accrues monthly.", [CONTEXT]).score
@@ -356,6 +371,50 @@ def test_novel_terms_and_missing_numbers_lower_the_score() -> None:
     assert result.signals.fact_coverage == pytest.approx(3 / 5)
     supported = assess("Vacation accrues monthly.", [CONTEXT]).score
     assert supported is not None and result.score is not None and result.score < supported
+
+
+def test_long_answer_regime() -> None:
+    # the context copied twice: 50 words (25 each: "1,000" is two), so fully long
+    result = assess(CONTEXT + " " + CONTEXT, [CONTEXT])
+    assert result.signals is not None
+    assert (result.signals.words, result.signals.long) == (50, 1.0)
+    assert (result.signals.fact_coverage, result.signals.word_recall) == (1.0, 1.0)
+    assert result.score == pytest.approx(
+        expected_score(1.0, 1.0, 0, 0, False, 1.0, False, words=50)
+    )
+    # 37 words, 7 of them past 30: long = 7 / 20; "you" counts only for the short share
+    answer = (
+        "You receive 15 days of paid vacation per year. " + CONTEXT + " Vacation accrues monthly."
+    )
+    result = assess(answer, [CONTEXT])
+    assert result.signals is not None
+    assert (result.signals.words, result.signals.personal) == (37, True)
+    assert result.signals.long == pytest.approx(7 / 20)
+    assert result.signals.word_recall == pytest.approx(36 / 37)  # all but "you"
+    assert result.score == pytest.approx(
+        expected_score(1.0, 1.0, 0, 0, True, 36 / 37, False, words=37)
+    )
+    # in a fully long answer the personal and opener cues weigh nothing
+    w = DEFAULT_SCORE_WEIGHTS
+    assert w.personal + w.long_personal == 0 and w.opener + w.long_opener == 0
+
+
+def test_abstention_is_not_an_unsupported_claim() -> None:
+    # a sentence saying the context lacks something asserts nothing it would have to support
+    result = assess("The context does not mention parental leave.", [CONTEXT])
+    assert result.signals is not None and result.signals.abstains == 1.0
+    # fact terms context, mention, parental, leave: none found; "the" is 1 of 7 words
+    assert (result.signals.fact_coverage, result.signals.novel_terms) == (0.0, 4)
+    assert result.score == pytest.approx(
+        expected_score(0.0, 0.0, 0, 4, False, 1 / 7, False, words=7, abstains=1.0)
+    )
+    claimed = assess("Parental leave lasts twelve weeks.", [CONTEXT]).score
+    assert claimed is not None and result.score is not None and result.score > 0.9 > claimed
+    # only sentences about the context count, as a share of the answer's sentences
+    mixed = assess("The passage does not say. Parental leave lasts twelve weeks.", [CONTEXT])
+    assert mixed.signals is not None and mixed.signals.abstains == 0.5
+    factual = assess("The policy does not include dental care.", [CONTEXT]).signals
+    assert factual is not None and factual.abstains == 0.0
 
 
 def test_answer_without_claims_has_no_signals() -> None:

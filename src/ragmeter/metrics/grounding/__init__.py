@@ -40,8 +40,12 @@ words (stop words included) in the context, and a conversational opener ("yes", 
 "i agree"). With the ``semantic`` extra it adds the word-piece alignment of the claims to the
 context under MiniLM (``token_alignment``: BERTScore-style precision and its weakest piece) and
 uses ``ALIGNED_SCORE_WEIGHTS``; without it (or with ``grounding_model="lexical"``) it uses
-``DEFAULT_SCORE_WEIGHTS``. Both were fitted on a seeded half of two human-labelled sets and are
-reported on the other half (``bench/grounding_auc.py``, docs/grounding.md).
+``DEFAULT_SCORE_WEIGHTS``. A long answer (over 30 words, fully at 50) also weighs its own
+terms: coverage, all-word recall, relation violations and the share of its sentences saying the
+context lacks something (``abstains``); a short answer scores as the dialogue fit alone. The
+weights were fitted on seeded tuning halves of three human-labelled sets (Q-squared, BEGIN and
+RAGBench's covidqa and emanual) and are reported on the other halves
+(``bench/grounding_auc.py``, ``bench/grounding_fit.py``, docs/grounding.md).
 
 With ``grounding_model="nli:PATH"`` a local NLI / cross-encoder model (``nli``: an ONNX or
 transformers folder) scores each claim against its best context windows instead: the claim's
