@@ -18,6 +18,7 @@ from click.testing import CliRunner, Result
 
 from ragmeter.cli.main import main
 from ragmeter.config import ENV_FIELDS, case_timeout_for, load_config
+from ragmeter.datasets import load_dataset
 
 FAST = ["--no-progress", "--metrics", "retrieval,lexical"]
 
@@ -81,7 +82,8 @@ def test_ragmeter_store_is_honoured_by_every_command(in_tmp: Path) -> None:
     assert run("show", run_id[:6], env=env).exit_code == 0
     exported = run("export", run_id, "-o", "out/responses.jsonl", env=env)
     assert exported.exit_code == 0, exported.output
-    assert len((in_tmp / "out" / "responses.jsonl").read_text().splitlines()) == 69
+    exported_lines = (in_tmp / "out" / "responses.jsonl").read_text().splitlines()
+    assert len(exported_lines) == len(load_dataset("demo"))
     stats = run("stats", run_id, "--json", env=env)
     assert stats.exit_code == 0 and json.loads(stats.output)["run"], stats.output
     rescored = run("rescore", run_id, "--name", "again", env=env)

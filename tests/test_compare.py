@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from ragmeter.datasets import load_dataset
 from ragmeter.models import MetricSummary, RunRecord, Scorecard
 from ragmeter.scoring.compare import RunScores, compare_runs
 from ragmeter.scoring.pareto import ParetoPoint, pareto_frontier
@@ -121,14 +122,14 @@ def _latest(tmp_path: Path) -> str:
 
 def test_eval_gate_exit_codes_on_the_demo(tmp_path: Path) -> None:
     failing = tmp_path / "failing.yaml"
-    failing.write_text("targets:\n  recall_at_5: '> 0.99'\n  injection_auc: '> 0.85'\n")
+    failing.write_text("targets:\n  recall_at_5: '> 0.99'\n  cost_per_query: '< 0.01'\n")
     passing = tmp_path / "passing.yaml"
     passing.write_text(
         "- recall_at_5 > 0.7\n- ndcg_at_5 > 0.6\n- injection_auc > 0.85 optional\n"
         "- {metric: injection_tpr_at_fpr_1, op: '>', value: 0.7, optional: true}\n"
     )
     unmeasured = tmp_path / "unmeasured.yaml"
-    unmeasured.write_text("- recall_at_5 > 0.7\n- injection_auc > 0.85\n")
+    unmeasured.write_text("- recall_at_5 > 0.7\n- cost_per_query < 0.01\n")
     result, _ = _eval(tmp_path, "--targets", str(failing), "--gate")
     assert result.returncode == 4, result.stderr
     assert "recall_at_5" in result.stderr and "not measured" in result.stdout
@@ -141,7 +142,7 @@ def test_eval_gate_exit_codes_on_the_demo(tmp_path: Path) -> None:
     # a required target that no case measured fails the gate: nothing passes on no evidence
     result, _ = _eval(tmp_path, "--targets", str(unmeasured), "--gate")
     assert result.returncode == 4 and "not measured" in result.stderr, result.stderr
-    assert "injection_auc" in result.stderr
+    assert "cost_per_query" in result.stderr
     result, _ = _eval(tmp_path, "--gate")  # the default table: safety targets are optional
     assert result.returncode == 0, result.stdout + result.stderr
     result, _ = _eval(tmp_path, "--targets", str(failing))
@@ -187,6 +188,7 @@ def test_show_by_and_stats(tmp_path: Path) -> None:
     bad = _ragmeter("show", run_id, "--by", "colour", cwd=tmp_path)
     assert bad.returncode == 2 and "metadata.FIELD" in bad.stderr
     stats = json.loads(_ragmeter("stats", run_id, "--json", cwd=tmp_path).stdout)
-    assert stats["run"]["cases"] == 69 and stats["dataset"]["cases"] == 69
+    demo = len(load_dataset("demo"))
+    assert stats["run"]["cases"] == demo and stats["dataset"]["cases"] == demo
     assert "recall_at_5" in stats["run"]["metric_coverage"]
     assert _ragmeter("stats", cwd=tmp_path).returncode == 0

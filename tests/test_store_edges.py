@@ -774,7 +774,7 @@ def test_an_older_store_gets_the_validity_table_and_keeps_its_runs(
     path = tmp_path / "old.db"
     _legacy_store(path, upto)
     store = RunStore(path)
-    assert ran[-1] == "m005_validity" and ("table", "validity") in _schema(path)
+    assert "m005_validity" in ran and ("table", "validity") in _schema(path)
     if upto:
         assert store.get_run("run1").scorecard == _scorecard()
         assert store.get_validity("run1") == []

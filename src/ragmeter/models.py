@@ -176,7 +176,16 @@ class Case(_Model):
 _RESPONSE_CONFIG = ConfigDict(extra="ignore", populate_by_name=True, allow_inf_nan=False)
 # the fields whose presence in a response is itself information: a target that does not report
 # retrieved chunks or citations gets those metrics skipped, not scored 0
-REPORTABLE_FIELDS = ("retrieved", "citations", "abstained", "confidence", "scope", "usage")
+REPORTABLE_FIELDS = (
+    "retrieved",
+    "citations",
+    "abstained",
+    "confidence",
+    "scope",
+    "usage",
+    "policy_flags",
+    "guardrail_scores",
+)
 
 
 class RetrievedChunk(BaseModel):
@@ -282,7 +291,7 @@ class Response(BaseModel):
         if isinstance(data, dict):
             if "reported" in data and not recorded:
                 data = {key: value for key, value in data.items() if key != "reported"}
-            if "answer" not in data and data.get("abstained") is not True:
+            if "answer" not in data and not _answerless_reply(data):
                 # {"response": ...} or {}: a reply in another shape, not an empty answer
                 # (which would score 0 and read as "I don't know")
                 keys = ", ".join(sorted(map(str, data))[:10]) or "none"
@@ -300,6 +309,14 @@ class Response(BaseModel):
     def has(self, field: str) -> bool:
         """True when the target sent ``field`` (kept across the run store)."""
         return field in (self.reported or ())
+
+
+def _answerless_reply(data: dict[Any, Any]) -> bool:
+    """A reply that may come without an answer: one that abstained, or a bare guardrail
+    classifier's verdict (guardrail scores, or the guardrail_blocked flag)."""
+    flags = data.get("policy_flags")
+    blocked = isinstance(flags, list) and "guardrail_blocked" in flags
+    return data.get("abstained") is True or bool(data.get("guardrail_scores")) or blocked
 
 
 class CaseResult(BaseModel):
@@ -433,3 +450,5 @@ class RunRecord(BaseModel):
     targets: list[TargetResult] = Field(default_factory=list)
     performance: dict[str, Any] = Field(default_factory=dict)
     judge_reliability: dict[str, Any] | None = None
+    # the target's index statistics, fetched once per run (ragmeter.targets.index_stats)
+    index_stats: dict[str, Any] | None = None

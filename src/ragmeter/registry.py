@@ -67,6 +67,7 @@ _BUILTINS: dict[Kind, dict[str, str | tuple[str, str]]] = {
         "lexical": "ragmeter.metrics.lexical:lexical_metrics",
         "abstention": "ragmeter.metrics.abstention:abstention_metrics",
         "performance": "ragmeter.metrics.performance:performance_metrics",
+        "pipeline": "ragmeter.metrics.pipeline:pipeline_metrics",
         "context": "ragmeter.metrics.context:context_metrics",
         "assertions": "ragmeter.metrics.assertions:assertion_metrics",
         "citation": "ragmeter.metrics.citation:citation_metrics",
@@ -75,6 +76,7 @@ _BUILTINS: dict[Kind, dict[str, str | tuple[str, str]]] = {
         "judged": "ragmeter.metrics.judged:judged_metrics",
         "trec": "ragmeter.metrics.ir.case_metrics:trec_metrics",
         "leakage": "ragmeter.metrics.leakage:leakage_metrics",
+        "injection": "ragmeter.metrics.injection:injection_metrics",
     },
     "targets": {
         "http": "ragmeter.targets.http:HttpTarget",

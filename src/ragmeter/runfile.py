@@ -4,7 +4,9 @@ Its header is seed 002's Run Output (``id``, ``name``, ``created_at``, ``complet
 ``config``, ``datasets``, ``scorecard``, ``weighted_score``, ``question_count``,
 ``error_count``) extended with the status, breakdowns, targets, performance and judge
 reliability; ``cases`` comes last, one entry per case with its outcome and ``scores`` (metric
-name to value, or to ``{"status", "reason"}`` when skipped or failed).
+name to value, or to ``{"status", "reason"}`` when skipped or failed), and, for a detector
+metric (``injection_auc``: an ``auc`` or ``tpr_at_fpr_*`` aggregation), ``labels``: metric name
+to the case's label (true: an attack), so a comparison read from files can recompute it.
 
 The engine writes it through :meth:`RunFile.write`; ``compare`` and ``--baseline`` read it
 with :meth:`RunFile.read`. ``RunFile.read(path, header_only=True)`` parses the header and
@@ -50,6 +52,7 @@ class CaseOutcome(BaseModel):
     latency_ms: float | None = None
     attempts: int = 1
     scores: dict[str, float | ScoreStatus] = Field(default_factory=dict)
+    labels: dict[str, bool] = Field(default_factory=dict)  # detector metrics only
 
 
 class RunFile(RunRecord):
@@ -62,7 +65,11 @@ class RunFile(RunRecord):
     @classmethod
     def from_run(cls, record: RunRecord, results: list[CaseResult], scores: list[Score]) -> RunFile:
         per_case: dict[str, dict[str, float | ScoreStatus]] = defaultdict(dict)
+        labels: dict[str, dict[str, bool]] = defaultdict(dict)
         for score in scores:
+            label = score.details.get("label") if score.status == "ok" else None
+            if isinstance(label, bool):
+                labels[score.case_id][score.metric] = label
             per_case[score.case_id][score.metric] = (
                 score.value
                 if score.status == "ok" and score.value is not None
@@ -80,6 +87,7 @@ class RunFile(RunRecord):
                 latency_ms=r.latency_ms,
                 attempts=r.attempts,
                 scores=per_case.get(r.case_id, {}),
+                labels=labels.get(r.case_id, {}),
             )
             for r in results
         ]
@@ -107,6 +115,7 @@ class RunFile(RunRecord):
                 "latency_ms": case.latency_ms,
                 "attempts": case.attempts,
                 "scores": case.scores,
+                **({"labels": case.labels} if case.labels else {}),
             }
             for case in self.cases or []
         ]
@@ -178,6 +187,14 @@ class RunFile(RunRecord):
             for metric, value in case.scores.items():
                 if isinstance(value, float):
                     out.setdefault(metric, {})[case.case_id] = value
+        return out
+
+    def labels(self) -> dict[str, dict[str, bool]]:
+        """Detector metrics' labels: metric -> case id -> label (true: a positive)."""
+        out: dict[str, dict[str, bool]] = {}
+        for case in self.cases or []:
+            for metric, label in case.labels.items():
+                out.setdefault(metric, {})[case.case_id] = label
         return out
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ragmeter.datasets.problems import DatasetError, Problem
-from ragmeter.demo import DEMO_CASES
+from ragmeter.demo import DEMO_DATASET
 from ragmeter.models import Case
 from ragmeter.registry import registry
 
@@ -20,7 +20,7 @@ __all__ = [
 
 
 def resolve_dataset_path(spec: str) -> Path:
-    return DEMO_CASES if spec == "demo" else Path(spec)
+    return DEMO_DATASET if spec == "demo" else Path(spec)
 
 
 def load_dataset(spec: str, field_map: dict[str, str] | None = None) -> list[Case]:

@@ -39,8 +39,21 @@ KIND_MEANINGS: dict[str, str] = {
 UNIT_INTERVAL = (0.0, 1.0)
 # how a metric's per-case values become its aggregate: the mean over the scored cases, a
 # percentile of them (``p50``, ``p90``, ``p95``, ``p99``), or their sum (``sum``, a ``count``
-# only: a true total of the scored cases, such as seed 001's number of CORRECT answers)
-AGGREGATIONS: tuple[str, ...] = ("mean", "sum", "p50", "p90", "p95", "p99")
+# only: a true total of the scored cases, such as seed 001's number of CORRECT answers), or a
+# detector's run-level statistic over (score, label) pairs (``auc``, ``tpr_at_fpr_1``,
+# ``tpr_at_fpr_5``: ragmeter.scoring.roc; each ok score's details carry ``label``)
+AGGREGATIONS: tuple[str, ...] = (
+    "mean",
+    "sum",
+    "p50",
+    "p90",
+    "p95",
+    "p99",
+    "auc",
+    "tpr_at_fpr_1",
+    "tpr_at_fpr_5",
+)
+DETECTOR_AGGREGATIONS: tuple[str, ...] = ("auc", "tpr_at_fpr_1", "tpr_at_fpr_5")
 
 GROUPS = (
     "retrieval",
@@ -133,6 +146,11 @@ class MetricSettings:
     grounding_model: str = "auto"
     # the judge of the judged metrics (None: they are skipped), from judges.judge_settings
     judge: JudgeSettings | None = None
+    # the input guardrail (metrics.injection): the guardrail_scores key read, and the scores
+    # from which a case counts as flagged (warn) and as blocked
+    injection_score_key: str = "injection"
+    injection_warn_threshold: float = 0.40
+    injection_block_threshold: float = 0.50
 
     def __post_init__(self) -> None:
         validate_grounding_model(self.grounding_model)
@@ -178,6 +196,8 @@ class Metric:
             return f"unknown aggregation {self.aggregation!r}; known: {', '.join(AGGREGATIONS)}"
         if self.aggregation == "sum" and self.kind != "count":
             return f"only a count is summed over cases, not a {self.kind}"
+        if self.aggregation in DETECTOR_AGGREGATIONS and self.kind not in ("proportion", "score"):
+            return f"a detector's {self.aggregation} is a proportion or a score, not a {self.kind}"
         if self.kind in ("binary", "proportion") and self.scale not in (None, UNIT_INTERVAL):
             return f"a {self.kind} metric is on 0-1; it cannot declare scale {self.scale}"
         if self.scale is not None and self.kind not in ("binary", "proportion", "score"):

@@ -1,13 +1,15 @@
 """Operational metrics and the run's performance summary.
 
 Metrics (per case, aggregated by the scorecard): latency p50/p95/p99 of the end-to-end time,
-error rate, cost per query.
+error rate, cost per query, and the operational rates of ``metrics/operational.py`` (timeouts,
+empty answers).
 
 The performance summary (``performance_summary``, stored with the run) adds what a per-case
 metric cannot hold: latency percentiles of every stage the target reported in
 ``response.latency_ms`` (``retrieve``, ``generate``, ...), the system's cost (reported by the
 target, or priced from token usage with the ``prices`` table), and a separate place for the
-cost of LLM judges.
+cost of LLM judges; given the cases, also the run's latency budgets (seed 003's per-stage p95,
+``metrics/pipeline.py``) and coverage by document type (``metrics/operational.py``).
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ import numpy as np
 
 from ragmeter.config import ModelPrice
 from ragmeter.metrics.base import Metric, MetricOutput, MetricSettings
+from ragmeter.metrics.operational import coverage_by_doc_type, operational_metrics
+from ragmeter.metrics.pipeline import latency_budget_summary
 from ragmeter.models import Case, CaseResult, Response, Usage
 
 LATENCY_QUANTILES = (50, 95, 99)
@@ -68,6 +72,7 @@ def performance_metrics(_: MetricSettings) -> list[Metric]:
             description="fraction of cases whose query failed (timeout, HTTP error, ...)",
             kind="binary",
         ),
+        *operational_metrics(),
         Metric(
             "cost_per_query",
             "performance",
@@ -129,7 +134,9 @@ def latency_by_stage(results: list[CaseResult]) -> dict[str, dict[str, float | i
     return {stage: _percentiles(stages[stage]) for stage in ordered if stage in stages}
 
 
-def performance_summary(results: list[CaseResult], priced: int = 0) -> dict[str, Any]:
+def performance_summary(
+    results: list[CaseResult], priced: int = 0, cases: list[Case] | None = None
+) -> dict[str, Any]:
     answered = [r for r in results if r.response is not None]
     costs = [
         r.response.usage.cost_usd
@@ -137,7 +144,7 @@ def performance_summary(results: list[CaseResult], priced: int = 0) -> dict[str,
         if r.response is not None and r.response.usage is not None
         if r.response.usage.cost_usd is not None
     ]
-    return {
+    summary: dict[str, Any] = {
         "latency_ms": latency_by_stage(results),
         "errors_by_type": dict(
             Counter(r.error_type or "unknown" for r in results if r.status != "ok")
@@ -155,3 +162,7 @@ def performance_summary(results: list[CaseResult], priced: int = 0) -> dict[str,
             "judge": {"status": "not_measured", "reason": "no LLM judge ran in this run"},
         },
     }
+    if cases is not None:
+        summary["latency_budgets"] = latency_budget_summary(cases, results)
+        summary["coverage_by_doc_type"] = coverage_by_doc_type(cases, results)
+    return summary

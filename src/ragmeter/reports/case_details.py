@@ -59,6 +59,7 @@ def _directions(scorecard: Scorecard | None, names: set[str]) -> dict[str, Metri
                             unit=metric.unit,
                             kind=metric.kind,
                             scale=metric.scale,
+                            aggregation=metric.aggregation,
                             n_scored=0,
                             n_skipped=0,
                             n_failed=0,
@@ -74,6 +75,8 @@ def is_low(score: Score, summary: MetricSummary | None, below: float = LOW_BELOW
     lower-is-better count (unsupported claims). Latency and cost are never low."""
     if score.status != "ok" or score.value is None or summary is None:
         return False
+    if summary.aggregation in ("auc", "tpr_at_fpr_1", "tpr_at_fpr_5"):
+        return False  # a detector's score (metrics.base.DETECTOR_AGGREGATIONS): not good or bad
     kind, scale = summary.value_kind(), summary.value_scale()
     if kind in ("binary", "proportion", "score") and scale is not None:
         share = (score.value - scale[0]) / (scale[1] - scale[0])

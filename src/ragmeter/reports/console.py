@@ -18,6 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ragmeter.models import CaseResult, MetricSummary, RunRecord, TargetResult, WeightedScore
+from ragmeter.reports.operational import operational_renderables
 from ragmeter.reports.terminal import inert, inert_text
 
 if TYPE_CHECKING:
@@ -389,6 +390,8 @@ def print_run(record: RunRecord, console: Console) -> None:
     cost = cost_line(record.performance)
     if cost:
         console.print(cost)
+    for renderable in operational_renderables(record):
+        console.print(renderable)
     if record.judge_reliability:
         console.print(reliability_line(record.judge_reliability))
     console.print(

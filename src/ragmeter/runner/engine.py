@@ -37,6 +37,7 @@ from ragmeter.runner.scoring import (
 )
 from ragmeter.store.sqlite import RunStore
 from ragmeter.targets import Target, TargetError, build_target
+from ragmeter.targets.index_stats import fetch_index_stats
 
 __all__ = [
     "RunInterruptedError",
@@ -170,6 +171,18 @@ async def query_cases(
             task.cancel()
 
 
+async def store_index_stats(
+    target: Target, store: RunStore, record: RunRecord, timeout_s: float
+) -> None:
+    """Fetch the target's index statistics and store them with the run (a target without an
+    ``index_stats`` method stores nothing)."""
+    stats = await fetch_index_stats(target, timeout_s)
+    if stats is not None:
+        stats["fetched_at"] = now_iso()
+        store.save_index_stats(record.id, stats)
+        record.index_stats = stats
+
+
 async def run_evaluation_async(
     config: EvalConfig,
     *,
@@ -244,6 +257,8 @@ async def run_evaluation_async(
                     on_start(record, len(pending))
                 stage = "asking"
                 try:
+                    if record.index_stats is None:  # once per run (a resumed run has them)
+                        await store_index_stats(target, store, record, config.case_timeout_s)
                     await query_cases(
                         target,
                         pending,

@@ -48,6 +48,8 @@ def rescore(
         )
         store.create_run(record, store.get_cases(source.id))
         store.save_results(record.id, store.get_results(source.id))
+        if source.index_stats is not None:  # the index the answers came from
+            store.save_index_stats(record.id, source.index_stats)
         final, results, scores = score_run(store, record.id, config)
         run_file = RunFile.from_run(final, results, scores).write(config.output_dir)
         return RunOutcome(final, results, scores, run_file)

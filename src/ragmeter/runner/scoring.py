@@ -60,6 +60,9 @@ def metric_settings(config: EvalConfig, judge: JudgeSettings | None = None) -> M
         embedder=config.embedder,
         grounding_model=config.grounding_model,
         judge=judge,
+        injection_score_key=config.injection_score_key,
+        injection_warn_threshold=config.injection_warn_threshold,
+        injection_block_threshold=config.injection_block_threshold,
     )
 
 
@@ -205,7 +208,7 @@ def score_run(
             config.reference_latency_ms,
         ),
         targets=check_targets(scorecard, parse_targets(config.targets)),
-        performance=performance_summary(results, priced),
+        performance=performance_summary(results, priced, cases),
     )
     if config.judge and config.spot_check and (config.second_judge or config.spot_check_prompts):
         extras.judge_reliability = judge_spot_check(config, run_id, cases, results, scores)

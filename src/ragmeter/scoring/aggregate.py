@@ -13,6 +13,7 @@ from ragmeter.metrics.base import GROUPS, Metric
 from ragmeter.models import Case, MetricSummary, Score, Scorecard
 from ragmeter.scoring.bootstrap import Partition, summarize
 from ragmeter.scoring.breakdowns import labels_by_case
+from ragmeter.scoring.roc import is_roc
 from ragmeter.scoring.table import ScoreTable
 
 Breakdowns = dict[str, dict[str, list[MetricSummary]]]
@@ -80,6 +81,25 @@ def bootstrap_interval(
     return float(low), float(high)
 
 
+def detector_labels(
+    scores: list[Score], metrics: list[Metric], case_ids: list[str]
+) -> dict[str, npt.NDArray[np.float64]]:
+    """For each detector metric (``auc``, ``tpr_at_fpr_*``), the label its ok scores recorded
+    (``details["label"]``: 1 positive, 0 negative), aligned with ``case_ids``; NaN where a
+    case has no ok score or no label."""
+    names = {m.name for m in metrics if is_roc(m.aggregation)}
+    if not names:
+        return {}
+    row = {case_id: i for i, case_id in enumerate(case_ids)}
+    labels = {name: np.full(len(case_ids), np.nan) for name in names}
+    for score in scores:
+        if score.metric in names and score.status == "ok" and score.case_id in row:
+            label = score.details.get("label")
+            if isinstance(label, bool):
+                labels[score.metric][row[score.case_id]] = float(label)
+    return labels
+
+
 def _ordered(metrics: list[Metric]) -> list[Metric]:
     return sorted(metrics, key=lambda m: GROUPS.index(m.group) if m.group in GROUPS else 99)
 
@@ -109,7 +129,8 @@ def aggregate_with_breakdowns(
         if cases is None:
             raise ValueError("breakdowns need the cases of the run")
         partitions += [Partition.from_labels(f, labels_by_case(cases, f)) for f in fields]
-    results = summarize(table, ordered, partitions, resamples, seed)
+    labels = detector_labels(scores, ordered, table.case_ids)
+    results = summarize(table, ordered, partitions, resamples, seed, labels=labels)
     breakdowns: Breakdowns = {
         partition.field: dict(zip(partition.labels, groups, strict=True))
         for partition, groups in zip(partitions[1:], results[1:], strict=True)

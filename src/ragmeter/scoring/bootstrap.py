@@ -8,7 +8,11 @@ subset; so a breakdown group uses a slice of the same weight block (cases sorted
 Quantile aggregations (p50, p95, ...) use the exact bootstrap of the order statistic
 (``stats.quantile_interval``), which needs no resampling at all. A ``sum`` aggregation (a count
 such as seed 001's number of CORRECT answers) is the exact total over the scored cases: it is
-not an estimate, so it has no interval (the matching rate carries the uncertainty).
+not an estimate, so it has no interval (the matching rate carries the uncertainty). A
+detector's run-level statistic (``auc``, ``tpr_at_fpr_1``, ``tpr_at_fpr_5``) is computed from
+the (score, label) pairs of the group's cases with a stratified bootstrap of its own
+(``ragmeter.scoring.roc``); a group holding positives but no negative (a breakdown by
+``attack_category``) is measured against every negative of the run.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import numpy.typing as npt
 from ragmeter.metrics.base import Metric
 from ragmeter.models import MetricSummary
 from ragmeter.scoring.blas import single_threaded_blas
+from ragmeter.scoring.roc import detector_interval, detector_value, is_roc
 from ragmeter.scoring.stats import quantile_interval
 from ragmeter.scoring.table import ScoreTable
 
@@ -90,15 +95,18 @@ def summarize(
     resamples: int = 1000,
     seed: int = 0,
     level: float = 0.95,
+    labels: dict[str, npt.NDArray[np.float64]] | None = None,
 ) -> list[list[list[MetricSummary]]]:
-    """Summaries for every partition, group and metric: ``result[p][g][j]``."""
+    """Summaries for every partition, group and metric: ``result[p][g][j]``. ``labels`` gives
+    a detector metric's per-case labels (1 positive, 0 negative, NaN unknown; table rows)."""
     by_name = {metric.name: metric for metric in metrics}
     ordered = [by_name[name] for name in table.metrics]
     values = table.values
     ok = ~np.isnan(values)
     mean_cols = [j for j, m in enumerate(ordered) if m.aggregation == "mean"]
     for m in ordered:
-        if m.aggregation not in ("mean", "sum") and m.aggregation not in QUANTILES:
+        known = ("mean", "sum", *QUANTILES)
+        if m.aggregation not in known and not is_roc(m.aggregation):
             raise ValueError(f"metric {m.name}: unknown aggregation {m.aggregation!r}")
     k = len(mean_cols)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -114,7 +122,43 @@ def summarize(
     width = max((len(p.rows) for p in partitions), default=0)
     if k and width and resamples > 0:
         _draw(draws, partitions, stacked, width, resamples, seed)
-    return _summaries(table, ordered, partitions, draws, mean_cols, centre, ok, resamples, level)
+    detector = _Detector(labels or {}, resamples, seed, level)
+    return _summaries(
+        table, ordered, partitions, draws, mean_cols, centre, ok, resamples, level, detector
+    )
+
+
+@dataclass
+class _Detector:
+    """Run-level detector statistics of one group: value and stratified-bootstrap interval."""
+
+    labels: dict[str, npt.NDArray[np.float64]]
+    resamples: int
+    seed: int
+    level: float
+
+    def summary(
+        self,
+        metric: Metric,
+        column: npt.NDArray[np.float64],
+        rows: npt.NDArray[np.intp],
+        whole: bool,
+    ) -> tuple[float | None, tuple[float, float] | None]:
+        label = self.labels.get(metric.name)
+        if label is None:
+            return None, None
+        usable = ~np.isnan(column) & ~np.isnan(label)
+        inside = np.zeros(len(column), bool)
+        inside[rows] = True
+        pos = column[usable & inside & (label == 1.0)]
+        neg = column[usable & inside & (label == 0.0)]
+        if len(pos) and not len(neg) and not whole:
+            neg = column[usable & (label == 0.0)]  # a group of attacks: against every benign
+        value = detector_value(metric.aggregation, pos, neg)
+        interval = detector_interval(
+            metric.aggregation, pos, neg, self.resamples, self.seed, self.level
+        )
+        return value, interval
 
 
 def _draw(
@@ -151,6 +195,7 @@ def _summaries(
     ok: npt.NDArray[np.bool_],
     resamples: int,
     level: float,
+    detector: _Detector,
 ) -> list[list[list[MetricSummary]]]:
     values, status, k = table.values, table.status, len(mean_cols)
     tail = (1.0 - level) / 2.0 * 100.0
@@ -193,6 +238,10 @@ def _summaries(
                         interval = interval_of.get(j)
                 elif n and metric.aggregation == "sum":
                     value = float(sums[g, j])  # a true total: no mean x n, no interval
+                elif n and is_roc(metric.aggregation):
+                    rows = idx[bounds[g] : bounds[g + 1]]
+                    whole = not partition.field
+                    value, interval = detector.summary(metric, values[:, j], rows, whole)
                 elif n:
                     column = values[idx[bounds[g] : bounds[g + 1]], j]
                     column = np.sort(column[~np.isnan(column)])

@@ -13,6 +13,15 @@ A metric aggregated by ``sum`` (a total, such as the number of CORRECT answers) 
 totals: ``delta`` is the candidate's total minus the baseline's, and ``total_diff`` the change
 over the shared cases alone (the sum of the paired differences); the test is the same paired
 test of the per-case values.
+
+A detector's run-level statistic (``injection_auc``, ``injection_tpr_at_fpr_1``, ...: an ``auc``
+or ``tpr_at_fpr_*`` aggregation) is not a mean of per-case values. Its comparison recomputes the
+statistic of both runs on the shared labelled cases (``mean_diff`` is the candidate's minus the
+baseline's there) and tests the difference with a stratified paired bootstrap
+(``paired_stratified_bootstrap``): each resample draws the same attacks and the same benign
+cases for both runs; the interval is the resampled differences' percentile interval and the p
+value twice the smaller share of them on either side of 0. The labels come from either run
+(the store's score details, or the run file's ``labels``).
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ from pydantic import BaseModel, Field
 from ragmeter.errors import InputError
 from ragmeter.models import MetricSummary, RunRecord
 from ragmeter.runfile import RunFile
+from ragmeter.scoring.roc import is_roc, paired_detector_difference
 from ragmeter.scoring.stats import (
     cohens_dz,
     mcnemar_exact,
@@ -40,24 +50,35 @@ Verdict = Literal["better", "worse", "regression", "no_difference", "not_paired"
 class RunScores:
     """A run's record and its per-case values (ok scores only), from the store or a run file."""
 
-    def __init__(self, record: RunRecord, values: dict[str, dict[str, float]]) -> None:
+    def __init__(
+        self,
+        record: RunRecord,
+        values: dict[str, dict[str, float]],
+        labels: dict[str, dict[str, bool]] | None = None,
+    ) -> None:
         self.record = record
         self.values = values
+        # detector metrics: metric -> case id -> label (true: a positive)
+        self.labels = labels or {}
 
     @classmethod
     def from_store(cls, store: RunStore, run_id: str) -> RunScores:
         record = store.get_run(run_id)
         values: dict[str, dict[str, float]] = {}
+        labels: dict[str, dict[str, bool]] = {}
         for score in store.get_scores(record.id):
             if score.status == "ok" and score.value is not None:
                 values.setdefault(score.metric, {})[score.case_id] = score.value
-        return cls(record, values)
+                label = score.details.get("label")
+                if isinstance(label, bool):
+                    labels.setdefault(score.metric, {})[score.case_id] = label
+        return cls(record, values, labels)
 
     @classmethod
     def from_file(cls, path: str | Path) -> RunScores:
         """A run file (:class:`ragmeter.runfile.RunFile`) written by ``ragmeter eval``."""
         run_file = RunFile.read(path)
-        return cls(run_file.header, run_file.values())
+        return cls(run_file.header, run_file.values(), run_file.labels())
 
     @classmethod
     def load(cls, store: RunStore, reference: str) -> RunScores:
@@ -146,6 +167,8 @@ def compare_metric(
         test="none",
         gated=gated,
     )
+    if is_roc(summary.aggregation):
+        return _compare_detector(row, summary, base, cand, shared, alpha, margin, resamples, seed)
     if not shared:
         row.verdict = "not_paired"
         return row
@@ -178,6 +201,48 @@ def compare_metric(
         row.verdict = "better"
     elif row.p_value < alpha and oriented < 0:
         row.verdict = "regression" if gated and -oriented >= needed else "worse"
+    return row
+
+
+def _compare_detector(
+    row: MetricComparison,
+    summary: MetricSummary,
+    base: RunScores,
+    cand: RunScores,
+    shared: list[str],
+    alpha: float,
+    margin: float,
+    resamples: int,
+    seed: int,
+) -> MetricComparison:
+    """A detector statistic: both runs' statistic on the shared labelled cases, compared by a
+    stratified paired bootstrap (module docstring)."""
+    known = {**base.labels.get(row.metric, {}), **cand.labels.get(row.metric, {})}
+    paired = [case for case in shared if case in known]
+    row.n_paired = len(paired)
+    b_cases, c_cases = base.values.get(row.metric, {}), cand.values.get(row.metric, {})
+    result = paired_detector_difference(
+        summary.aggregation,
+        [b_cases[c] for c in paired],
+        [c_cases[c] for c in paired],
+        [known[c] for c in paired],
+        resamples,
+        seed,
+    )
+    if result is None:  # no shared labelled cases of both classes
+        row.verdict = "not_paired"
+        return row
+    row.mean_diff, interval, row.p_value = result
+    row.ci_low, row.ci_high = interval if interval else (None, None)
+    row.kind, row.test = "continuous", "paired_stratified_bootstrap"
+    row.effect_size = row.mean_diff
+    oriented = row.mean_diff if row.higher_is_better else -row.mean_diff
+    scale = summary.value_scale() or (0.0, 1.0)
+    needed = margin * (scale[1] - scale[0])
+    if row.p_value < alpha and oriented > 0:
+        row.verdict = "better"
+    elif row.p_value < alpha and oriented < 0:
+        row.verdict = "regression" if row.gated and -oriented >= needed else "worse"
     return row
 
 

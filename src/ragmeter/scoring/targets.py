@@ -39,7 +39,9 @@ class Target:
     optional: bool = False
 
 
-# the safety and pipeline targets are optional until a run measures them (seed 003's table)
+# seed 003's table. The safety and pipeline targets are optional: a run whose dataset labels no
+# attacks (or pipeline outcomes) is not failed for not measuring them; once measured, a miss
+# fails the gate like any other target (the bundled demo measures the injection targets)
 DEFAULT_TARGETS: tuple[Target, ...] = (
     Target("ndcg_at_5", ">", 0.6, "retrieval"),
     Target("recall_at_5", ">", 0.7, "retrieval"),

@@ -169,6 +169,12 @@ def m005_validity(db: sqlite3.Connection) -> None:
     )
 
 
+@migration
+def m006_runs_index_stats(db: sqlite3.Connection) -> None:
+    # the target's index statistics, fetched once per run (targets/index_stats.py; JSON)
+    _execute(db, "ALTER TABLE runs ADD COLUMN index_stats_json TEXT")
+
+
 # applying them --------------------------------------------------------------------------------
 def _columns(db: sqlite3.Connection) -> set[str]:
     return {row[1] for row in db.execute(f"PRAGMA table_info({TABLE})")}

@@ -79,6 +79,7 @@ def record_from_row(row: sqlite3.Row, path: Path, lenient: bool = False) -> RunR
         if not isinstance(extras, dict):
             raise unreadable_run(path, run_id, "extras is not a JSON object")
         fields.update({key: value for key, value in extras.items() if key in EXTRAS})
+        fields["index_stats"] = load("index_stats_json")
         if row["scorecard_json"]:
             try:
                 fields["scorecard"] = Scorecard.model_validate_json(row["scorecard_json"])

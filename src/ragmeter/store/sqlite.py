@@ -1,10 +1,10 @@
 """The run store: SQLite in WAL mode with named migrations (``store/migrations.py``).
 
-Tables: ``runs`` (one row a run, config snapshot and scorecard as JSON), ``cases`` (the cases of
-a run, in order), ``responses`` (one row a case once asked: response or error), ``scores``
-(one row a case and metric) and ``validity`` (one row a metric and labels file). Responses are
-committed as they arrive, so a killed run loses at most the cases that were in flight, and
-``--resume`` asks only the cases with no response.
+Tables: ``runs`` (one row a run, config snapshot, scorecard and index stats as JSON), ``cases``
+(the cases of a run, in order), ``responses`` (one row a case once asked: response or error),
+``scores`` (one row a case and metric) and ``validity`` (one row a metric and labels file).
+Responses are committed as they arrive, so a killed run loses at most the cases that were in
+flight, and ``--resume`` asks only the cases with no response.
 
 Several processes may share a store: each write is a short transaction (big writes go in chunks
 of ``WRITE_CHUNK_ROWS`` rows) and a writer waits up to ``BUSY_TIMEOUT_S`` for the lock. Every
@@ -15,6 +15,7 @@ SQLite failure surfaces as a :class:`~ragmeter.errors.StoreError` that says what
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -222,6 +223,13 @@ class RunStore:
                 "UPDATE runs SET status='completed', completed_at=?, scorecard_json=?,"
                 " error_count=?, extras_json=? WHERE id=?",
                 (completed_at, scorecard.model_dump_json(), error_count, extras_json, run_id),
+            )
+
+    def save_index_stats(self, run_id: str, stats: dict[str, Any]) -> None:
+        """Store the target's index statistics with the run (``targets/index_stats.py``)."""
+        with self._errors(f"storing the index stats of run {run_id}"), self.transaction():
+            self.db.execute(
+                "UPDATE runs SET index_stats_json=? WHERE id=?", (json.dumps(stats), run_id)
             )
 
     def mark_interrupted(self, run_id: str) -> None:

@@ -1,10 +1,11 @@
 """HTTP target: ``POST /query`` with a body template and a dotted-path response mapping.
 
 ``GET /health`` is checked before the run and ``GET /models/info`` is snapshot into the run's
-config. Connection errors, 5xx and 429 are retried with exponential backoff (``Retry-After``
-honoured); timeouts, redirects (3xx) and other 4xx are not. Replies are read as a stream and
-given up at ``max_response_bytes``; every message quotes at most 200 characters of what the
-server sent, and never the credentials of the URL.
+config; ``GET /index/stats`` (optional: a 404 means the server has none) gives the index
+statistics stored with the run (``targets/index_stats.py``). Connection errors, 5xx and 429 are
+retried with exponential backoff (``Retry-After`` honoured); timeouts, redirects (3xx) and other
+4xx are not. Replies are read as a stream and given up at ``max_response_bytes``; every message
+quotes at most 200 characters of what the server sent, and never the credentials of the URL.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from ragmeter.redaction import (
     remember_secret,
 )
 from ragmeter.retry import retry_delay_s
+from ragmeter.targets import index_stats
 from ragmeter.targets.base import TargetError
 from ragmeter.targets.python import clip, describe_validation_error
 
@@ -281,6 +283,33 @@ class HttpTarget:
             key, value = await self._models_info(self.config.info_path)
             snapshot[key] = value
         return snapshot
+
+    async def index_stats(self) -> dict[str, Any]:
+        """``GET /index/stats`` (``options.index_stats_path`` in the target config; null to
+        skip) as an index stats record: a 404, 405 or 501 means the server has none."""
+        path = self.config.options.get("index_stats_path", index_stats.INDEX_STATS_PATH)
+        if not path:
+            return index_stats.not_reported("http", "index_stats_path is null")
+        source = f"GET {path}"
+        try:
+            reply, content = await self._get(str(path))
+        except TimeoutError:
+            return index_stats.failed(source, f"no answer within {self.config.timeout_s}s")
+        except httpx.HTTPError as exc:
+            return index_stats.failed(source, self._describe_transport_error(exc))
+        except _TooLarge as exc:
+            return index_stats.failed(source, str(exc))
+        if reply.status_code in (404, 405, 501):
+            return index_stats.not_reported(source, f"HTTP {reply.status_code}")
+        if 300 <= reply.status_code < 400:
+            return index_stats.failed(source, _redirect_message(reply))
+        if not reply.is_success:
+            return index_stats.failed(source, f"HTTP {reply.status_code}")
+        try:
+            body = json.loads(content, parse_constant=_reject_constant)
+        except (ValueError, RecursionError):
+            return index_stats.failed(source, f"not JSON: {_body_text(content)!r}")
+        return index_stats.reported(source, body)
 
     async def query(self, case: Case) -> Response:
         variables = {

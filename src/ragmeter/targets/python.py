@@ -7,6 +7,10 @@ Loading follows ``python path/to/file.py`` and ``python -m module``: a file's fo
 ``sys.path`` first (so its sibling imports work), and for ``module:function`` the current
 directory is importable even under the ``ragmeter`` console script. Anything that stops the
 function from loading is an :class:`~ragmeter.errors.InputError` that says what to do.
+
+Index statistics: an ``index_stats()`` function (sync or async, no arguments, returning a dict
+in ``targets/index_stats.py``'s contract or None) on the callable's object or in its module is
+called once per run; the stats are stored with the run.
 """
 
 from __future__ import annotations
@@ -285,6 +289,44 @@ class PythonTarget:
         except (Exception, SystemExit) as exc:
             raise TargetError(f"exception:{type(exc).__name__}", _describe_message(exc)) from exc
         return to_response(result)
+
+    def _index_stats_hook(self) -> tuple[str, Callable[[], Any]] | None:
+        """(where, function) of the ``index_stats`` hook: an attribute of the callable (an
+        object with ``__call__``), of the object a bound method belongs to, or of its module."""
+        function = self.function
+        owners: list[tuple[str, Any]] = []
+        if inspect.ismethod(function):
+            owners.append((type(function.__self__).__name__, function.__self__))
+        elif not (inspect.isfunction(function) or inspect.isbuiltin(function)):
+            owners.append((type(function).__name__, function))  # an object with __call__
+        module = sys.modules.get(getattr(function, "__module__", None) or "")
+        if module is not None:
+            owners.append((module.__name__, module))
+        for where, owner in owners:
+            hook = getattr(owner, "index_stats", None)
+            if callable(hook):
+                return f"{where}.index_stats()", hook
+        return None
+
+    async def index_stats(self) -> dict[str, Any]:
+        from ragmeter.targets import index_stats
+
+        found = self._index_stats_hook()
+        if found is None:
+            return index_stats.not_reported("python", "no index_stats() beside the callable")
+        source, hook = found
+        try:
+            if inspect.iscoroutinefunction(hook):
+                stats = await hook()
+            else:
+                stats = await asyncio.to_thread(hook)
+            if inspect.isawaitable(stats):
+                stats = await stats
+        except (Exception, SystemExit) as exc:
+            return index_stats.failed(source, f"{type(exc).__name__}: {_describe_message(exc)}")
+        if stats is None:
+            return index_stats.not_reported(source, "index_stats() returned None")
+        return index_stats.reported(source, stats)
 
     async def aclose(self) -> None:
         return None

@@ -3,6 +3,11 @@
 It answers with the sentences of the retrieved chunks that cover the most query weight, cites
 the chunks those sentences came from, and abstains when no sentence covers enough of the
 question. Its JSON answer is the documented ``POST /query`` contract (docs/targets.md).
+
+Before anything else an input guardrail scores the question for prompt injection
+(``guardrail.injection_score``) and reports it as ``guardrail_scores["injection"]``: at or above
+the block threshold (0.50) the pipeline refuses without retrieving (``guardrail_blocked``), at
+or above the warn threshold (0.40) it answers and flags ``guardrail_warning``.
 """
 
 from __future__ import annotations
@@ -15,9 +20,11 @@ from typing import Any
 
 from ragmeter.targets.reference.bm25 import BM25Index
 from ragmeter.targets.reference.chunking import Chunk, chunk_corpus
+from ragmeter.targets.reference.guardrail import BLOCK_THRESHOLD, WARN_THRESHOLD, assess
 from ragmeter.text import split_sentences, tokenize
 
 ABSTENTION_ANSWER = "I don't have enough information in the documents to answer that."
+BLOCKED_ANSWER = "I can't help with that request."
 
 
 @dataclass(frozen=True)
@@ -27,6 +34,9 @@ class PipelineSettings:
     abstain_below: float = 0.35
     second_sentence_ratio: float = 0.8
     max_chunk_words: int = 400
+    guardrail: bool = True
+    guardrail_warn: float = WARN_THRESHOLD
+    guardrail_block: float = BLOCK_THRESHOLD
 
 
 class ReferencePipeline:
@@ -54,6 +64,11 @@ class ReferencePipeline:
             "answerer": "extractive",
             "retrieval_top_k": s.top_k,
             "abstain_below": s.abstain_below,
+            "guardrail": (
+                {"injection": "heuristic", "warn": s.guardrail_warn, "block": s.guardrail_block}
+                if s.guardrail
+                else None
+            ),
         }
 
     def _weight(self, term: str) -> float:
@@ -74,8 +89,26 @@ class ReferencePipeline:
         present = query_terms.intersection(tokenize(sentence))
         return math.fsum(self._weight(t) for t in present) / total
 
+    def _blocked(self, score: float, screened_ms: float) -> dict[str, Any]:
+        """The refusal of a blocked question: nothing retrieved, nothing cited."""
+        return {
+            "answer": BLOCKED_ANSWER,
+            "retrieved": [],
+            "citations": [],
+            "abstained": True,
+            "confidence": 0.0,
+            "policy_flags": ["guardrail_blocked"],
+            "guardrail_scores": {"injection": score},
+            "latency_ms": {"guardrail": screened_ms},
+        }
+
     def answer(self, question: str, top_k: int | None = None) -> dict[str, Any]:
+        screening = time.perf_counter()
+        guard = assess(question).score if self.settings.guardrail else None
         started = time.perf_counter()
+        screened_ms = (started - screening) * 1000.0
+        if guard is not None and guard >= self.settings.guardrail_block:
+            return self._blocked(guard, screened_ms)
         k = top_k or self.settings.top_k
         query = tokenize(question)
         hits = self.index.top(query, k)
@@ -136,9 +169,17 @@ class ReferencePipeline:
             ],
             "abstained": abstained,
             "confidence": round(support, 6),
-            "policy_flags": ["no_context"] if not hits else [],
+            "policy_flags": self._flags(hits, guard),
+            **({"guardrail_scores": {"injection": guard}} if guard is not None else {}),
             "latency_ms": {
+                **({"guardrail": screened_ms} if guard is not None else {}),
                 "retrieve": (retrieved_at - started) * 1000.0,
                 "generate": (finished - retrieved_at) * 1000.0,
             },
         }
+
+    def _flags(self, hits: list[tuple[int, float]], guard: float | None) -> list[str]:
+        flags = ["no_context"] if not hits else []
+        if guard is not None and guard >= self.settings.guardrail_warn:
+            flags.append("guardrail_warning")
+        return flags

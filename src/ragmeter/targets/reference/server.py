@@ -1,5 +1,5 @@
 """``ragmeter reference-server``: the reference pipeline over HTTP (POST /query, GET /health,
-GET /models/info), on the standard library's threading HTTP server."""
+GET /models/info, GET /index/stats), on the standard library's threading HTTP server."""
 
 from __future__ import annotations
 
@@ -31,6 +31,10 @@ def make_handler(pipeline: ReferencePipeline) -> type[BaseHTTPRequestHandler]:
                 self._send(200, {"status": "ok"})
             elif self.path == "/models/info":
                 self._send(200, pipeline.info())
+            elif self.path == "/index/stats":
+                from ragmeter.targets.reference.index_stats import reference_index_stats
+
+                self._send(200, reference_index_stats(pipeline))
             else:
                 self._send(404, {"error": f"no route {self.path}"})
 

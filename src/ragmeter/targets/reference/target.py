@@ -23,6 +23,7 @@ class ReferenceTarget:
     def __init__(self, config: TargetConfig, **_: Any) -> None:
         self.config = config
         corpus = str(Path(config.corpus).resolve()) if config.corpus else str(DEMO_CORPUS)
+        self.corpus = Path(corpus)
         self.pipeline = load_pipeline(corpus, config.top_k)
 
     async def preflight(self) -> dict[str, Any]:
@@ -30,6 +31,13 @@ class ReferenceTarget:
 
     async def query(self, case: Case) -> Response:
         return Response.model_validate(self.pipeline.answer(case.question, self.config.top_k))
+
+    async def index_stats(self) -> dict[str, Any]:
+        """The index statistics of the pipeline (``targets/reference/index_stats.py``)."""
+        from ragmeter.targets import index_stats
+        from ragmeter.targets.reference.index_stats import reference_index_stats
+
+        return index_stats.reported("reference", reference_index_stats(self.pipeline, self.corpus))
 
     async def aclose(self) -> None:
         return None

@@ -1,0 +1,100 @@
+"""The operational part of a run on the console: latency budgets (seed 003's per-stage p95),
+coverage by document type and the target's index statistics (seed 004)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import RenderableType
+from rich.table import Table
+
+from ragmeter.models import RunRecord
+from ragmeter.reports.terminal import inert
+
+_STATUS_STYLE = {"pass": "green", "fail": "red", "not_measured": "yellow"}
+
+
+def budgets_table(rows: list[dict[str, Any]]) -> Table | None:
+    if not rows:
+        return None
+    table = Table(title="Latency budgets (ms)", title_justify="left")
+    table.add_column("stage", overflow="fold")
+    for column in ("statistic", "budget", "observed", "n", "status"):
+        table.add_column(column, justify="right", no_wrap=True)
+    for row in rows:
+        observed = row.get("observed_ms")
+        status = str(row.get("status", "-"))
+        table.add_row(
+            inert(str(row.get("stage"))),
+            inert(str(row.get("statistic"))),
+            f"{row.get('budget_ms', 0):g}",
+            "-" if observed is None else f"{observed:.1f}",
+            str(row.get("n", 0)),
+            f"[{_STATUS_STYLE.get(status, 'white')}]{inert(status.replace('_', ' '))}[/]",
+        )
+    return table
+
+
+def doc_type_table(coverage: dict[str, dict[str, Any]]) -> Table | None:
+    """Coverage by document type, shown when the gold documents have two types or more."""
+    if len(coverage) < 2:
+        return None
+    table = Table(title="Coverage by document type", title_justify="left")
+    table.add_column("type", overflow="fold")
+    for column in ("cases", "errors", "empty", "gold retrieved"):
+        table.add_column(column, justify="right", no_wrap=True)
+    for kind, row in coverage.items():
+        rate = row.get("gold_retrieved_rate")
+        table.add_row(
+            inert(kind),
+            str(row.get("cases", 0)),
+            str(row.get("errors", 0)),
+            str(row.get("empty", 0)),
+            "-" if rate is None else f"{rate:.3f} ({row.get('gold_retrieved', 0)})",
+        )
+    return table
+
+
+def _rate(value: Any) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def index_stats_line(stats: dict[str, Any] | None) -> str | None:
+    """One line for the index stats a target reported or failed to give (nothing when it has
+    none)."""
+    if not stats or stats.get("status") == "not_reported":
+        return None
+    source = inert(str(stats.get("source", "target")))
+    if stats.get("status") != "reported":
+        return f"index stats ({source}): [red]failed[/] {inert(str(stats.get('reason', '')))}"
+    found: dict[str, Any] = stats.get("stats") or {}
+    derived: dict[str, Any] = stats.get("derived") or {}
+    parts = [
+        f"{found[key]} {label}"
+        for key, label in (("documents", "documents"), ("chunks", "chunks"))
+        if found.get(key) is not None
+    ]
+    parts.append(f"no-chunk rate {_rate(derived.get('no_chunks_rate'))}")
+    parts.append(f"skipped for context {_rate(derived.get('skipped_for_context_rate'))}")
+    tokens = found.get("tokens_per_chunk") or {}
+    if isinstance(tokens, dict) and tokens:
+        spread = "/".join(
+            f"{tokens[key]:g}" if isinstance(tokens.get(key), int | float) else "-"
+            for key in ("min", "max", "mean", "p95")
+        )
+        parts.append(f"tokens/chunk min/max/mean/p95 {spread}")
+    versions = [
+        f"{key} {inert(str(found[key]))}"
+        for key in ("chunker_version", "embedding_model", "index_version")
+        if found.get(key)
+    ]
+    return f"index stats ({source}): " + " · ".join(parts + versions)
+
+
+def operational_renderables(record: RunRecord) -> list[RenderableType]:
+    found: list[RenderableType | None] = [
+        budgets_table(record.performance.get("latency_budgets") or []),
+        doc_type_table(record.performance.get("coverage_by_doc_type") or {}),
+        index_stats_line(record.index_stats),
+    ]
+    return [item for item in found if item is not None]
