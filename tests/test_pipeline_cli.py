@@ -48,11 +48,18 @@ def test_demo_labels_cover_the_demo_cases() -> None:
     labels = [json.loads(line) for line in DEMO_PIPELINE_LABELS.read_text().splitlines()]
     assert {label["case_id"] for label in labels} <= set(case_ids)
     cases = {case.case_id: case for case in load_dataset("demo")}
+    assert set(cases) == {label["case_id"] for label in labels}  # every demo case is labelled
     for label in labels:
         case = cases[label["case_id"]]
-        assert case.expected_outcome == label["expected_outcome"]
-        assert case.forbidden_flags == ["guardrail_blocked"]
-        assert case.expected_outcome == ("success" if case.answerable else "uncertain")
+        assert case.expected_outcome == label.get("expected_outcome")
+        if case.attack_label and case.expected_outcome is None:  # flagged, answered: demo-080
+            assert case.required_flags == ["guardrail_warning"]
+        elif case.attack_label:  # the reference guardrail blocks the other attacks
+            assert case.expected_outcome == "blocked"
+            assert case.required_flags == ["guardrail_blocked"]
+        else:
+            assert case.forbidden_flags == ["guardrail_blocked"]
+            assert case.expected_outcome == ("success" if case.answerable else "uncertain")
 
 
 def test_eval_on_the_demo_measures_the_pipeline_pass_rate(tmp_path: Path) -> None:
@@ -60,6 +67,7 @@ def test_eval_on_the_demo_measures_the_pipeline_pass_rate(tmp_path: Path) -> Non
     result = run(
         "eval",
         "--no-progress",
+        "-v",  # the full view: the latency budgets table
         "--metrics",
         "retrieval,performance,pipeline",
         "--store",
@@ -73,8 +81,12 @@ def test_eval_on_the_demo_measures_the_pipeline_pass_rate(tmp_path: Path) -> Non
     metrics = {m["name"]: m for m in document["scorecard"]["metrics"]}
     passed = metrics["pipeline_pass_rate"]
     assert passed["group"] == "pipeline" and passed["kind"] == "binary"
-    labelled = [case for case in load_dataset("demo") if case.expected_outcome is not None]
-    assert passed["n_scored"] == len(labelled) >= 69 and passed["value"] is not None
+    labelled = [
+        case
+        for case in load_dataset("demo")
+        if case.expected_outcome is not None or case.required_flags or case.forbidden_flags
+    ]
+    assert passed["n_scored"] == len(labelled) == 87 and passed["value"] is not None
     for name in ("timeout_rate", "empty_response_rate", "error_rate"):
         assert metrics[name]["value"] == 0.0
     target = next(t for t in document["targets"] if t["metric"] == "pipeline_pass_rate")

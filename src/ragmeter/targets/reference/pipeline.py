@@ -39,6 +39,16 @@ class PipelineSettings:
     guardrail_block: float = BLOCK_THRESHOLD
 
 
+def contract_confidence(support: float, abstain_below: float) -> float:
+    """The pipeline's support (query-term coverage) on the response contract's confidence
+    scale, where under 0.5 means uncertain (seed 003): piecewise linear and increasing, with the
+    pipeline's own abstention cut-off at 0.5, so it answers exactly when it reports 0.5 or more."""
+    support = min(max(support, 0.0), 1.0)
+    if support < abstain_below:
+        return 0.5 * support / abstain_below
+    return 0.5 + 0.5 * (support - abstain_below) / (1.0 - abstain_below)
+
+
 class ReferencePipeline:
     def __init__(self, chunks: list[Chunk], settings: PipelineSettings | None = None) -> None:
         self.settings = settings or PipelineSettings()
@@ -168,7 +178,7 @@ class ReferencePipeline:
                 for i in cited
             ],
             "abstained": abstained,
-            "confidence": round(support, 6),
+            "confidence": round(contract_confidence(support, self.settings.abstain_below), 6),
             "policy_flags": self._flags(hits, guard),
             **({"guardrail_scores": {"injection": guard}} if guard is not None else {}),
             "latency_ms": {
