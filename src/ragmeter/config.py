@@ -152,6 +152,34 @@ class EvalConfig(BaseModel):
             return [part.strip() for part in value.split(",") if part.strip()] or None
         return value
 
+    @field_validator("perspectives", mode="before")
+    @classmethod
+    def _perspective_list(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = [part.strip() for part in value.split(",") if part.strip()] or None
+        if isinstance(value, list):
+            from ragmeter.metrics.base import PERSPECTIVES
+
+            unknown = [name for name in value if name not in PERSPECTIVES]
+            if unknown:
+                raise ValueError(
+                    f"unknown perspectives {', '.join(map(str, unknown))}; valid: "
+                    f"{', '.join(PERSPECTIVES)}"
+                )
+        return value
+
+    @field_validator("output")
+    @classmethod
+    def _output_name(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        name = value.removesuffix(".json").removesuffix(".md")
+        if not name.strip() or name in (".", "..") or "/" in name or "\\" in name:
+            raise ValueError(
+                f"{value!r} must be a file name without a folder (the folder is output_dir)"
+            )
+        return name
+
     @field_validator("grounding_model")
     @classmethod
     def _grounding_model(cls, value: str) -> str:
@@ -180,6 +208,14 @@ class EvalConfig(BaseModel):
             "performance",
         ]
     )
+    # seed 003's --perspective: the perspectives run and shown (None: all; metrics.base
+    # PERSPECTIVES); a comma-separated string is read as a list
+    perspectives: list[str] | None = None
+    # seed 003's --suite: "smoke" asks a small seeded subset keeping every category
+    suite: Literal["smoke", "full"] = "full"
+    # seed 003's --output: the run files' name (NAME.json, NAME.md in output_dir); None: the
+    # run id and time
+    output: str | None = None
     ks: list[int] = Field(default_factory=lambda: [1, 3, 5, 10])
     relevance_level: int = Field(default=DEFAULT_RELEVANCE_LEVEL, ge=1)
     ndcg_gain: Literal["linear", "exponential"] = DEFAULT_NDCG_GAIN

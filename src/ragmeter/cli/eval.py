@@ -11,6 +11,7 @@ from rich.text import Text
 
 from ragmeter.cli.app import console, error_context, errors, fail, main
 from ragmeter.cli.options import config_overrides, pairs, shared, target_spec, targets_file
+from ragmeter.cli.perspective import seed003_options, write_outputs
 from ragmeter.cli.running import run_with_progress
 from ragmeter.config import (
     DEFAULT_BREAKDOWNS,
@@ -136,6 +137,7 @@ from ragmeter.store.sqlite import RunNotFoundError, RunStore
 )
 @shared("margin")
 @shared("alpha")
+@seed003_options
 @click.pass_context
 def eval_command(ctx: click.Context, /, **params: Any) -> None:
     """Ask every case, score, store the run and print the scorecard.
@@ -151,14 +153,15 @@ def eval_command(ctx: click.Context, /, **params: Any) -> None:
         fail("--gate with an empty targets table checks nothing; name at least one target")
     if baseline and not Path(baseline).is_file():
         _check_baseline_is_stored(config.store, baseline)  # before any question is asked
-    record = run_with_progress(config, params["resume"])
+    outcome = run_with_progress(config, params["resume"], params["verbose"])
+    write_outputs(outcome, params["save_trace"])
     failed = False
     if baseline:
-        failed = _regressed(config, baseline, record.id, params["margin"], params["alpha"])
+        failed = _regressed(config, baseline, outcome.record.id, params["margin"], params["alpha"])
     if gate:
         from ragmeter.reports.run_notes import gate_report
 
-        gate_failed, lines = gate_report(record)
+        gate_failed, lines = gate_report(outcome.record)
         for line in lines:
             errors.print(line)
         failed = gate_failed or failed
@@ -205,13 +208,11 @@ def _judge_estimate(config: EvalConfig) -> None:
     from ragmeter.datasets import load_datasets
     from ragmeter.judges.estimate import estimate_judging
     from ragmeter.reports.run_notes import dry_run_line
-    from ragmeter.runner.engine import sample_cases
+    from ragmeter.runner.engine import select_cases
 
     if not config.judge:
         fail("--dry-run estimates judging: name a --judge")
-    cases = sample_cases(
-        load_datasets(config.datasets, config.field_map or None), config.samples, config.seed
-    )
+    cases = select_cases(load_datasets(config.datasets, config.field_map or None), config)
     estimate = estimate_judging(
         [(case, None) for case in cases], config.judge, prices=config.price_table()
     )

@@ -27,9 +27,7 @@ from ragmeter.config import (
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-# command-line settings that are not config fields
-ALPHA_ENV = "RAGMETER_ALPHA"
-MARGIN_ENV = "RAGMETER_MARGIN"
+ALPHA_ENV, MARGIN_ENV = "RAGMETER_ALPHA", "RAGMETER_MARGIN"  # settings that are no config field
 
 
 def _alpha(ctx: click.Context, param: click.Parameter, value: float) -> float:
@@ -219,6 +217,9 @@ CONFIG_FIELDS: dict[str, tuple[str, Callable[[Any], Any] | None]] = {
     "judge_timeout_s": ("judge_timeout_s", None),
     "judge_retries": ("judge_max_retries", None),
     "judge_api_key_env": ("judge_api_key_env", None),
+    "perspectives": ("perspectives", None),
+    "suite": ("suite", None),
+    "output": ("output", None),
 }
 _GIVEN = (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
 

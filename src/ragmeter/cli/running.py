@@ -6,7 +6,7 @@ import asyncio
 import os
 import signal
 import sys
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.text import Text
@@ -18,10 +18,15 @@ from ragmeter.models import RunRecord
 from ragmeter.reports.console import print_run
 from ragmeter.store.sqlite import RunStore
 
+if TYPE_CHECKING:
+    from ragmeter.runner.engine import RunOutcome
 
-def run_with_progress(config: EvalConfig, resume: str | None) -> RunRecord:
-    """Ask, score and store one run (or finish ``resume``), print its scorecard."""
-    from ragmeter.runner.engine import RunInterruptedError, RunOutcome, run_evaluation_async
+
+def run_with_progress(config: EvalConfig, resume: str | None, verbose: bool = True) -> RunOutcome:
+    """Ask, score and store one run (or finish ``resume``), print its scorecard (all of it
+    when ``verbose``, else the compact view)."""
+    from ragmeter.reports.perspectives import print_compact
+    from ragmeter.runner.engine import RunInterruptedError, run_evaluation_async
 
     progress = Progress(
         TextColumn("[bold]{task.description}"),
@@ -57,9 +62,9 @@ def run_with_progress(config: EvalConfig, resume: str | None) -> RunRecord:
         signum = received[0] if received else signal.SIGINT
         errors.print(Text(str(exc), style="yellow"), highlight=False, soft_wrap=True)
         _exit_now(EXIT_TERMINATED if signum == signal.SIGTERM else EXIT_INTERRUPTED)
-    print_run(outcome.record, console)
+    (print_run if verbose else print_compact)(outcome.record, console)
     console.print(Text(f"stored in {config.store} · run file {outcome.run_file}"), highlight=False)
-    return outcome.record
+    return outcome
 
 
 def _stop_on_signals(

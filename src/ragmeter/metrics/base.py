@@ -70,6 +70,25 @@ GROUPS = (
     "factual_grades",  # shares of the judge's factual grades A-E: no direction to feed objectives
 )
 
+# seed 003's evaluation perspectives (retrieval ... pipeline) and two more for the groups it does
+# not name: answer (correctness of the answer itself, and abstaining) and operational (latency,
+# errors, cost). Every group is in exactly one perspective; ``--perspective`` selects the metric
+# families that produce these groups and the sections a report shows (docs/runs.md).
+PERSPECTIVES: dict[str, tuple[str, ...]] = {
+    "retrieval": ("retrieval",),
+    "context_quality": ("context_quality",),
+    "groundedness": ("grounding", "citation"),
+    "safety": ("safety",),
+    "pipeline": ("pipeline",),
+    "answer": ("generation", "lexical", "semantic", "abstention", "factual_grades"),
+    "operational": ("performance",),
+}
+
+
+def perspective_of(group: str) -> str:
+    """The perspective a metric group belongs to (a group no perspective names: ``answer``)."""
+    return next((name for name, groups in PERSPECTIVES.items() if group in groups), "answer")
+
 
 class MetricDeclarationError(RagmeterError):
     """A metric declared with an unknown group, kind or input (raised when it is built, so a

@@ -8,13 +8,14 @@ resumes by asking only the unanswered cases, and a stored run can be re-scored o
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeoutError
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,7 @@ from ragmeter.runner.scoring import (
     score_results,
     score_run,
 )
+from ragmeter.runner.selection import for_perspectives, smoke_cases
 from ragmeter.store.sqlite import RunStore
 from ragmeter.targets import Target, TargetError, build_target
 from ragmeter.targets.index_stats import fetch_index_stats
@@ -79,10 +81,31 @@ class RunOutcome:
     results: list[CaseResult]
     scores: list[Score]
     run_file: Path | None
+    # the run's cases (for the failed-case traces of --save-trace)
+    cases: list[Case] = field(default_factory=list)
 
     def __repr__(self) -> str:
         # short on purpose: asyncio may format the finished task's result in messages
         return f"RunOutcome(id={self.record.id!r}, results={len(self.results)})"
+
+
+def write_run_file(run_file: RunFile, config: EvalConfig) -> Path:
+    """Write the run file into ``output_dir``: ``{output}.json`` when the config names the run
+    files (``--output``), else ``{id}_{timestamp}.json``."""
+    if config.output is None:
+        return run_file.write(config.output_dir)
+    folder = Path(config.output_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{config.output}.json"
+    path.write_text(json.dumps(run_file.document()), encoding="utf-8")
+    return path
+
+
+def select_cases(cases: list[Case], config: EvalConfig) -> list[Case]:
+    """The cases a run asks: the smoke suite's subset (``suite: smoke``), then ``samples``."""
+    if config.suite == "smoke":
+        cases = smoke_cases(cases, config.seed)
+    return sample_cases(cases, config.samples, config.seed)
 
 
 def sample_cases(cases: list[Case], samples: int | None, seed: int) -> list[Case]:
@@ -201,17 +224,18 @@ async def run_evaluation_async(
     record: RunRecord | None = None
     check_scoring_config(config)
     preflight.check_names(config)
+    if resume is None:
+        config = for_perspectives(config)
     preflight.check_options(config)
     preflight.check_targets(config)
     preflight.check_headers(config)
     if resume is None:
         # datasets are read and validated before anything is written
-        run_cases = sample_cases(
+        run_cases = select_cases(
             cases
             if cases is not None
             else load_datasets(config.datasets, config.field_map or None),
-            config.samples,
-            config.seed,
+            config,
         )
         preflight.check_cases(
             config, run_cases, target_named=target is not None or preflight.target_was_named(config)
@@ -285,8 +309,8 @@ async def run_evaluation_async(
         finally:
             if owns_target:
                 await target.aclose()
-        run_file = RunFile.from_run(final, results, scores).write(config.output_dir)
-        return RunOutcome(final, results, scores, run_file)
+        run_file = write_run_file(RunFile.from_run(final, results, scores), config)
+        return RunOutcome(final, results, scores, run_file, run_cases)
     finally:
         store.close()
 

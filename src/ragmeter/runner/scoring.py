@@ -21,6 +21,7 @@ from ragmeter.metrics.performance import apply_prices, performance_summary
 from ragmeter.models import Case, CaseResult, RunRecord, Score, Scorecard
 from ragmeter.redaction import redact_text
 from ragmeter.runner.records import now_iso
+from ragmeter.runner.selection import perspective_groups, targets_for
 from ragmeter.scoring.aggregate import aggregate_with_breakdowns
 from ragmeter.scoring.breakdowns import check_field
 from ragmeter.scoring.targets import check_targets, parse_targets
@@ -188,6 +189,9 @@ def score_run(
     if config.judge:
         families += [] if "judged" in families else ["judged"]
     metrics = resolve_metrics(families, metric_settings(config, judge_for(config, run_id)))
+    if config.perspectives is not None:
+        wanted = perspective_groups(config.perspectives)
+        metrics = [metric for metric in metrics if metric.group in wanted]
     priced = apply_prices(results, config.prices)
     scores = score_results(cases, results, metrics, stop)
     scorecard, breakdowns = aggregate_with_breakdowns(
@@ -207,7 +211,14 @@ def score_run(
             config.reference_cost_usd,
             config.reference_latency_ms,
         ),
-        targets=check_targets(scorecard, parse_targets(config.targets)),
+        targets=check_targets(
+            scorecard,
+            targets_for(
+                parse_targets(config.targets),
+                config.perspectives,
+                {metric.name: metric.group for metric in metrics},
+            ),
+        ),
         performance=performance_summary(results, priced, cases),
     )
     if config.judge and config.spot_check and (config.second_judge or config.spot_check_prompts):

@@ -1,0 +1,82 @@
+"""Seed 003's ``eval`` options (``--perspective``, ``--suite``, ``-v``, ``--save-trace``,
+``--output``) and the files a run writes besides its JSON: the Markdown report and the traces."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+from rich.text import Text
+
+from ragmeter.cli.app import console
+from ragmeter.cli.options import comma_list
+from ragmeter.metrics.base import PERSPECTIVES
+
+if TYPE_CHECKING:
+    from ragmeter.runner.engine import RunOutcome
+
+F = TypeVar("F", bound=Callable[..., Any])
+DEFAULT_TRACE_DIR = "traces"
+
+_OPTIONS = (
+    click.option(
+        "--perspective",
+        "perspectives",
+        callback=comma_list,
+        help=f"Comma-separated perspectives to run and show: {', '.join(PERSPECTIVES)} "
+        "(default: all).",
+    ),
+    click.option(
+        "--suite",
+        type=click.Choice(["smoke", "full"]),
+        help="smoke: a small seeded subset keeping every category (PR checks); full (default): "
+        "every case.",
+    ),
+    click.option(
+        "-v",
+        "--verbose",
+        is_flag=True,
+        help="Print the full scorecard (default: headline metrics per perspective, targets and "
+        "failures).",
+    ),
+    click.option(
+        "--save-trace",
+        "save_trace",
+        is_flag=False,
+        flag_value=DEFAULT_TRACE_DIR,
+        default=None,
+        metavar="[DIR]",
+        help=f"Write one JSON line per failed case to DIR/RUN_ID.jsonl (default DIR: "
+        f"{DEFAULT_TRACE_DIR}).",
+    ),
+    click.option(
+        "--output",
+        "output",
+        metavar="NAME",
+        help="Name of the run files: NAME.json and NAME.md in the output folder (default: run id "
+        "and time).",
+    ),
+)
+
+
+def seed003_options(function: F) -> F:
+    """Add the options to a command."""
+    for option in reversed(_OPTIONS):
+        function = option(function)
+    return function
+
+
+def write_outputs(outcome: RunOutcome, save_trace: str | None) -> None:
+    """Write the Markdown report beside the run file, and the traces when asked."""
+    from ragmeter.reports.markdown import write_markdown
+    from ragmeter.reports.traces import write_traces
+
+    if outcome.run_file is not None:
+        path = write_markdown(outcome.record, outcome.run_file)
+        console.print(Text(f"report {path}"), highlight=False)
+    if save_trace is not None:
+        trace, count = write_traces(
+            save_trace, outcome.record, outcome.cases, outcome.results, outcome.scores
+        )
+        console.print(Text(f"traces: {count} failed case(s) in {trace}"), highlight=False)

@@ -1,0 +1,104 @@
+"""The Markdown report (seed 003's "Output Files"): written beside the run JSON as
+``<same stem>.md``, with the run's header, a section a perspective (every metric: value, 95%
+interval, n/skip/fail) and the targets with pass, fail or not measured.
+
+Text that comes from the run (names, datasets, metric and target names) is made inert: pipes,
+backticks, brackets, asterisks and the like are escaped and ``<`` / ``>`` / ``&`` become
+entities, so nothing in a dataset or a targets file can change the table or inject HTML.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from ragmeter.models import MetricSummary, RunRecord, TargetResult
+from ragmeter.reports.console import format_value
+from ragmeter.reports.perspectives import by_perspective, target_perspective
+
+__all__ = ["markdown_path", "md_text", "render_markdown", "write_markdown"]
+
+_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|~])")
+
+
+def md_text(value: object) -> str:
+    """``value`` as inert Markdown inline text (one line, no HTML, no markup)."""
+    text = " ".join(str(value).split())
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _SPECIAL.sub(r"\\\1", text)
+
+
+def _interval(summary: MetricSummary) -> str:
+    if summary.ci_low is None or summary.ci_high is None:
+        return "-"
+    return f"{format_value(summary, summary.ci_low)} - {format_value(summary, summary.ci_high)}"
+
+
+def _metric_rows(summaries: list[MetricSummary]) -> list[str]:
+    rows = [
+        "| metric | value | 95% CI | n | skip | fail |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for summary in summaries:
+        arrow = "↑" if summary.higher_is_better else "↓"
+        rows.append(
+            f"| {md_text(summary.name)} {arrow} | {md_text(format_value(summary, summary.value))}"
+            f" | {md_text(_interval(summary))} | {summary.n_scored} | {summary.n_skipped} "
+            f"| {summary.n_failed} |"
+        )
+    return rows
+
+
+def _target_rows(results: list[TargetResult]) -> list[str]:
+    rows = ["| metric | target | value | status |", "|---|---|---:|---|"]
+    for result in results:
+        status = {"pass": "✅ pass", "fail": "❌ fail"}.get(result.status, "not measured")
+        if result.optional and result.status == "not_measured":
+            status += " (optional)"
+        value = f"{result.value:.3f}" if result.value is not None else "-"
+        condition = md_text(f"{result.op} {result.threshold:g}")
+        rows.append(f"| {md_text(result.metric)} | {condition} | {value} | {status} |")
+    return rows
+
+
+def render_markdown(record: RunRecord) -> str:
+    """The run as a Markdown document."""
+    config = record.config
+    lines = [
+        f"# Evaluation report: {md_text(record.name)}",
+        "",
+        f"- run: `{record.id}`" if re.fullmatch(r"[\w-]+", record.id) else f"- run: {record.id}",
+        f"- status: {md_text(record.status)}",
+        f"- created: {md_text(record.created_at)}",
+        f"- datasets: {', '.join(md_text(d) for d in record.datasets) or '-'}",
+        f"- questions: {record.question_count} · errors: {record.error_count}",
+        f"- suite: {md_text(config.get('suite', 'full'))}",
+        f"- perspectives: {', '.join(md_text(p) for p in config.get('perspectives') or ['all'])}",
+    ]
+    if record.weighted_score is not None and record.weighted_score.score is not None:
+        lines.append(f"- weighted score: {record.weighted_score.score:.3f}")
+    targets: dict[str, list[TargetResult]] = {}
+    for result in record.targets:
+        targets.setdefault(target_perspective(result, record), []).append(result)
+    for perspective, summaries in by_perspective(record).items():
+        lines += ["", f"## {md_text(perspective)}", "", *_metric_rows(summaries)]
+        if perspective in targets:
+            lines += ["", "Targets:", "", *_target_rows(targets.pop(perspective))]
+    lines += ["", "## Targets", ""]
+    if record.targets:
+        lines += _target_rows(record.targets)
+    else:
+        lines.append("No targets.")
+    lines += ["", "Counts: n scored, skipped and failed cases. Intervals: 95% bootstrap.", ""]
+    return "\n".join(lines)
+
+
+def markdown_path(run_file: Path) -> Path:
+    """The Markdown report's path: beside the run file, with its stem."""
+    return run_file.with_suffix(".md")
+
+
+def write_markdown(record: RunRecord, run_file: Path) -> Path:
+    path = markdown_path(run_file)
+    path.write_text(render_markdown(record), encoding="utf-8")
+    return path

@@ -1,0 +1,136 @@
+"""The scorecard by seed 003's perspectives: the compact console view of ``ragmeter eval`` (its
+default; ``-v`` prints the full scorecard) and the sections the Markdown report is made of.
+
+A perspective is a set of metric groups (:data:`ragmeter.metrics.base.PERSPECTIVES`). The
+compact view shows each perspective's headline metrics (:data:`HEADLINES`; a perspective none of
+whose headline metrics was measured shows its first metric), then the targets and what failed.
+"""
+
+from __future__ import annotations
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from ragmeter.metrics.base import PERSPECTIVES, perspective_of
+from ragmeter.models import MetricSummary, RunRecord, TargetResult
+from ragmeter.reports.console import (
+    _counts,
+    _interval,
+    format_value,
+    reliability_line,
+    targets_table,
+    weighted_line,
+)
+from ragmeter.reports.terminal import inert
+
+# perspective -> its headline metrics, in the order shown (docs/runs.md)
+HEADLINES: dict[str, tuple[str, ...]] = {
+    "retrieval": ("ndcg_at_5", "recall_at_5", "mrr"),
+    "context_quality": ("redundancy_ngram", "fact_recall_in_context"),
+    "groundedness": ("claim_support_rate", "citation_validity_form", "numeric_fabrication_count"),
+    "safety": ("injection_auc", "injection_tpr_at_fpr_1", "leakage_detection_rate"),
+    "pipeline": ("pipeline_pass_rate", "pipeline_outcome_match"),
+    "answer": ("correctness", "token_f1", "unanswerable_accuracy"),
+    "operational": ("latency_p95", "error_rate"),
+}
+
+__all__ = ["HEADLINES", "by_perspective", "headline_metrics", "print_compact", "target_perspective"]
+
+
+def by_perspective(record: RunRecord) -> dict[str, list[MetricSummary]]:
+    """The scorecard's metrics by perspective, in :data:`PERSPECTIVES` order (only those the
+    run measured, and only the run's own perspectives when it named some)."""
+    found: dict[str, list[MetricSummary]] = {name: [] for name in PERSPECTIVES}
+    if record.scorecard is None:
+        return {}
+    for group, names in record.scorecard.by_group.items():
+        for name in names:
+            summary = record.scorecard.get(name)
+            if summary is not None:
+                found[perspective_of(group)].append(summary)
+    chosen = record.config.get("perspectives")
+    return {
+        name: summaries
+        for name, summaries in found.items()
+        if summaries and (not chosen or name in chosen)
+    }
+
+
+def headline_metrics(perspective: str, summaries: list[MetricSummary]) -> list[MetricSummary]:
+    """A perspective's headline metrics that the run has (else its first metric)."""
+    named = {summary.name: summary for summary in summaries}
+    chosen = [named[name] for name in HEADLINES.get(perspective, ()) if name in named]
+    return chosen or summaries[:1]
+
+
+def target_perspective(result: TargetResult, record: RunRecord) -> str:
+    """The perspective of a target: of its metric's group, else the target's own label."""
+    if record.scorecard is not None:
+        for group, names in record.scorecard.by_group.items():
+            if result.metric in names:
+                return perspective_of(group)
+    label = result.perspective or "other"
+    return {"grounding": "groundedness", "citation": "groundedness"}.get(label, label)
+
+
+def _headline_table(record: RunRecord) -> Table:
+    title = f"Scorecard: {inert(record.name)} ({inert(record.id)}), headline metrics"
+    table = Table(
+        title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False
+    )
+    table.add_column("perspective", no_wrap=True)
+    table.add_column("metric", no_wrap=True)
+    table.add_column("value", justify="right", no_wrap=True)
+    table.add_column("95% CI", justify="right", no_wrap=True)
+    table.add_column("n/skip/fail", justify="right", no_wrap=True)
+    for perspective, summaries in by_perspective(record).items():
+        for position, summary in enumerate(headline_metrics(perspective, summaries)):
+            arrow = "↑" if summary.higher_is_better else "↓"
+            table.add_row(
+                f"[bold]{perspective}[/bold]" if position == 0 else "",
+                f"{inert(summary.name)} {arrow}",
+                format_value(summary, summary.value),
+                _interval(summary),
+                _counts(summary),
+            )
+    return table
+
+
+def failure_notes(record: RunRecord) -> list[str]:
+    """What failed: target errors, metrics with failed scores, failed or unmeasured targets."""
+    notes = []
+    if record.error_count:
+        notes.append(f"[red]{record.error_count} case(s) got no answer (target errors)[/red]")
+    if record.scorecard is not None:
+        failing = [
+            f"{inert(m.name)} ({m.n_failed})" for m in record.scorecard.metrics if m.n_failed
+        ]
+        if failing:
+            notes.append(f"[red]metrics with failed scores:[/red] {', '.join(failing)}")
+    missed = [inert(t.metric) for t in record.targets if t.status == "fail"]
+    if missed:
+        notes.append(f"[red]targets failed:[/red] {', '.join(missed)}")
+    return notes
+
+
+def print_compact(record: RunRecord, console: Console) -> None:
+    """The compact scorecard: headline metrics per perspective, targets, failures."""
+    console.print(_headline_table(record))
+    if record.weighted_score is not None and not record.config.get("perspectives"):
+        console.print(weighted_line(record.weighted_score))
+    if record.targets:
+        table = targets_table(record.targets)
+        table.box, table.show_edge = box.SIMPLE_HEAD, False
+        console.print(table)
+    for note in failure_notes(record):
+        console.print(note)
+    if record.judge_reliability:
+        console.print(reliability_line(record.judge_reliability))
+    total = len(record.scorecard.metrics) if record.scorecard is not None else 0
+    console.print(
+        f"run [bold]{inert(record.id)}[/bold] · {inert(record.status)} · "
+        f"datasets: {', '.join(map(inert, record.datasets))} · "
+        f"questions: {record.question_count} · errors: {record.error_count} · "
+        f"[dim]{total} metrics, -v shows them all[/dim]"
+    )

@@ -1,0 +1,149 @@
+"""Failed-case traces (seed 003's ``--save-trace``): one JSON line per failed case.
+
+A case *failed* when
+- the target gave no usable answer (``target_error``: a timeout, an HTTP error, an invalid
+  response), or
+- one of its scores failed (``metric_error``: the metric raised, or a judge failed), or
+- its own value of a targeted metric misses that target (``target``): a target whose metric is
+  a mean over cases is checked case by case, e.g. ``pipeline_pass_rate > 0.9`` fails every case
+  whose pipeline checks did not all pass, ``claim_support_rate > 0.85`` every case whose answer
+  is less supported. Run-level statistics (percentiles, sums, AUC, TPR@FPR) have no per-case
+  reading and fail no case.
+
+Each line holds the request (the case's question and labels), the response (answer, retrieved
+chunks, citations, flags) or the error, every score with its status and reason, and the reasons
+the case failed (with the details of the failing scores).
+"""
+
+from __future__ import annotations
+
+import json
+import operator
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ragmeter.models import Case, CaseResult, RunRecord, Score, TargetResult
+
+__all__ = ["failed_case_traces", "trace_path", "write_traces"]
+
+_OPS: dict[str, Callable[[float, float], bool]] = {
+    ">": operator.gt,
+    ">=": operator.ge,
+    "<": operator.lt,
+    "<=": operator.le,
+}
+
+
+def _case_targets(record: RunRecord) -> list[TargetResult]:
+    """The targets that can be read case by case: their metric aggregates by the mean."""
+    if record.scorecard is None:
+        return []
+    kept = []
+    for target in record.targets:
+        summary = record.scorecard.get(target.metric)
+        if summary is not None and summary.aggregation == "mean" and target.op in _OPS:
+            kept.append(target)
+    return kept
+
+
+def _reasons(
+    result: CaseResult, scores: dict[str, Score], targets: list[TargetResult]
+) -> list[dict[str, Any]]:
+    reasons: list[dict[str, Any]] = []
+    if result.status != "ok":
+        reasons.append(
+            {
+                "kind": "target_error",
+                "error_type": result.error_type,
+                "message": result.error_message,
+            }
+        )
+        return reasons
+    for score in scores.values():
+        if score.status == "failed":
+            reasons.append({"kind": "metric_error", "metric": score.metric, "reason": score.reason})
+    for target in targets:
+        scored = scores.get(target.metric)
+        if scored is None or scored.status != "ok" or scored.value is None:
+            continue
+        if not _OPS[target.op](scored.value, target.threshold):
+            reasons.append(
+                {
+                    "kind": "target",
+                    "metric": target.metric,
+                    "value": scored.value,
+                    "target": f"{target.op} {target.threshold:g}",
+                    "reason": scored.reason,
+                    "details": scored.details,
+                }
+            )
+    return reasons
+
+
+def _request(case: Case | None, case_id: str) -> dict[str, Any]:
+    if case is None:
+        return {"case_id": case_id}
+    return case.model_dump(mode="json", exclude_defaults=True)
+
+
+def failed_case_traces(
+    record: RunRecord, cases: list[Case], results: list[CaseResult], scores: list[Score]
+) -> list[dict[str, Any]]:
+    """One trace a failed case, in the run's case order."""
+    by_case: dict[str, dict[str, Score]] = defaultdict(dict)
+    for score in scores:
+        by_case[score.case_id][score.metric] = score
+    known = {case.case_id: case for case in cases}
+    targets = _case_targets(record)
+    traces = []
+    for result in results:
+        case_scores = by_case.get(result.case_id, {})
+        reasons = _reasons(result, case_scores, targets)
+        if not reasons:
+            continue
+        case = known.get(result.case_id)
+        traces.append(
+            {
+                "run_id": record.id,
+                "case_id": result.case_id,
+                "category": case.category if case is not None else None,
+                "failed": reasons,
+                "request": _request(case, result.case_id),
+                "response": (
+                    result.response.model_dump(mode="json") if result.response is not None else None
+                ),
+                "status": result.status,
+                "error_type": result.error_type,
+                "error_message": result.error_message,
+                "latency_ms": result.latency_ms,
+                "scores": {
+                    name: {"value": s.value, "status": s.status, "reason": s.reason}
+                    for name, s in sorted(case_scores.items())
+                },
+            }
+        )
+    return traces
+
+
+def trace_path(folder: Path | str, record: RunRecord) -> Path:
+    """``FOLDER/{run id}.jsonl``."""
+    return Path(folder) / f"{record.id}.jsonl"
+
+
+def write_traces(
+    folder: Path | str,
+    record: RunRecord,
+    cases: list[Case],
+    results: list[CaseResult],
+    scores: list[Score],
+) -> tuple[Path, int]:
+    """Write the failed cases' traces; the file and how many lines it holds."""
+    traces = failed_case_traces(record, cases, results, scores)
+    path = trace_path(folder, record)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as out:
+        for trace in traces:
+            out.write(json.dumps(trace, ensure_ascii=False) + "\n")
+    return path, len(traces)

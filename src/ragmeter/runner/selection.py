@@ -1,0 +1,88 @@
+"""What a run asks and scores: seed 003's ``--suite smoke`` subset and ``--perspective``.
+
+The smoke suite is a stratified, seeded subset for pull-request checks: every category keeps
+``ceil(share x its cases)`` cases (at least one), chosen with the run's seed and kept in dataset
+order. A perspective selects the metric families that produce its groups
+(:data:`ragmeter.metrics.base.PERSPECTIVES`), of their metrics those in its groups (a family such
+as ``judged`` spans several perspectives; a judge is asked only for the metrics kept), and the
+targets about them.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import defaultdict
+
+from ragmeter.config import EvalConfig
+from ragmeter.metrics.base import PERSPECTIVES, MetricSettings, perspective_of
+from ragmeter.models import Case
+from ragmeter.registry import registry
+from ragmeter.scoring.targets import Target
+
+SMOKE_SHARE = 0.15
+NO_CATEGORY = "(none)"
+# the targets table's perspective labels that are not perspective names
+TARGET_PERSPECTIVE_ALIASES = {"grounding": "groundedness", "citation": "groundedness"}
+
+__all__ = [
+    "SMOKE_SHARE",
+    "family_groups",
+    "for_perspectives",
+    "perspective_groups",
+    "smoke_cases",
+    "targets_for",
+]
+
+
+def smoke_cases(cases: list[Case], seed: int, share: float = SMOKE_SHARE) -> list[Case]:
+    """Every category's ``ceil(share x n)`` cases (at least one), seeded, in dataset order."""
+    strata: dict[str, list[int]] = defaultdict(list)
+    for position, case in enumerate(cases):
+        strata[case.category or NO_CATEGORY].append(position)
+    chosen: set[int] = set()
+    rng = random.Random(seed)
+    for category in sorted(strata):
+        positions = strata[category]
+        count = max(1, math.ceil(share * len(positions)))
+        chosen.update(rng.sample(positions, min(count, len(positions))))
+    return [case for position, case in enumerate(cases) if position in chosen]
+
+
+def perspective_groups(perspectives: list[str]) -> set[str]:
+    """The metric groups of ``perspectives``."""
+    return {group for name in perspectives for group in PERSPECTIVES[name]}
+
+
+def family_groups(family: str, config: EvalConfig) -> set[str]:
+    """The metric groups a family produces (its declarations, built without a judge)."""
+    metrics = registry.get("metrics", family)(MetricSettings(ks=tuple(config.ks)))
+    return {metric.group for metric in metrics}
+
+
+def for_perspectives(config: EvalConfig) -> EvalConfig:
+    """The config with only the metric families of its perspectives (unchanged without)."""
+    if config.perspectives is None:
+        return config
+    wanted = perspective_groups(config.perspectives)
+    families = [f for f in config.metrics if family_groups(f, config) & wanted]
+    return config.model_copy(update={"metrics": families})
+
+
+def targets_for(
+    targets: list[Target], perspectives: list[str] | None, groups: dict[str, str]
+) -> list[Target]:
+    """The targets about ``perspectives`` (all without): by the group of the metric when the run
+    has it (``groups``: metric -> group), else by the target's own perspective label."""
+    if perspectives is None:
+        return targets
+    kept = []
+    for target in targets:
+        if target.metric in groups:
+            perspective: str | None = perspective_of(groups[target.metric])
+        else:
+            label = target.perspective
+            perspective = TARGET_PERSPECTIVE_ALIASES.get(label, label) if label else None
+        if perspective is None or perspective in perspectives:
+            kept.append(target)
+    return kept
