@@ -12,8 +12,19 @@ from typing import Any
 import httpx
 import pytest
 
+from ragmeter.registry import registry
+
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 DATASETS = SHARED / "datasets"
+
+
+@pytest.fixture(autouse=True)
+def _registrations_end_with_the_test() -> Iterator[None]:
+    """A test's ``registry.register`` calls are undone after it: the registry is process-wide,
+    and a plugin a test declares must not reach the commands later tests run in-process."""
+    saved = registry.snapshot()
+    yield
+    registry.restore(saved)
 
 
 def free_port() -> int:

@@ -136,6 +136,15 @@ class Registry:
             raise InputError(f"unknown registry kind {kind!r}; kinds: {', '.join(KINDS)}")
         self._entries[kind][name] = Entry(target, install_hint, origin)
 
+    def snapshot(self) -> dict[Kind, dict[str, Entry]]:
+        """A copy of every entry, for ``restore`` (a test's registrations undone after it)."""
+        return {kind: dict(entries) for kind, entries in self._entries.items()}
+
+    def restore(self, snapshot: dict[Kind, dict[str, Entry]]) -> None:
+        with self._lock:
+            for kind, entries in snapshot.items():
+                self._entries[kind] = dict(entries)
+
     def _load_plugins(self) -> None:
         with self._lock:
             if self._plugins_loaded:
