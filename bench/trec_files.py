@@ -14,11 +14,9 @@ the files, evaluating, printing):
 Tools alternate round by round (so machine noise spreads over all of them), after one untimed
 round (byte-code written, files cached, as on a user's machine); medians of `--repeat`
 (default 5). The values printed by both sides are checked to agree to 1e-4 (four
-decimals, trec_eval's output). `--launcher` adds a row for `ragmeter trec` started with the
-package `ragmeter.metrics` replaced by a bare package (what a lazy `ragmeter.metrics` and a
-console script that dispatches `trec` before importing the rest of the CLI would give).
+decimals, trec_eval's output).
 
-    python bench/trec_files.py [--repeat 5] [--all] [--launcher]
+    python bench/trec_files.py [--repeat 5] [--all]
 Needs `pip install pytrec-eval-terrier` (bench only).
 """
 
@@ -56,15 +54,6 @@ else:
     names = ["ndcg_cut_10", "recall_100", "recip_rank_10", "P_5"]
 for name in names:
     print(name, pytrec_eval.compute_aggregated_measure(name, [v[name] for v in values.values()]))
-"""
-
-LAUNCHER = """
-import runpy, sys, types, ragmeter
-package = types.ModuleType("ragmeter.metrics")
-package.__path__ = [ragmeter.__path__[0] + "/metrics"]
-sys.modules["ragmeter.metrics"] = package
-sys.argv[0] = "ragmeter trec"
-runpy.run_module("ragmeter.cli.trec", run_name="__main__")
 """
 
 
@@ -131,8 +120,6 @@ def run_shape(folder: Path, shape: tuple[int, int], args: argparse.Namespace) ->
     qrels, run = write_files(folder, *shape)
     script = folder / "pytrec_script.py"
     script.write_text(PYTREC_SCRIPT)
-    launcher = folder / "launcher.py"
-    launcher.write_text(LAUNCHER)
     files = [str(qrels), str(run)]
     sets = [("4 measures", [a for m in MEASURES for a in ("-m", m)], "four")]
     if args.all:
@@ -149,13 +136,6 @@ def run_shape(folder: Path, shape: tuple[int, int], args: argparse.Namespace) ->
             ],
             "pytrec_eval script": [sys.executable, str(script), *files, kind],
         }
-        if args.launcher:
-            tools["ragmeter trec, lazy imports"] = [
-                sys.executable,
-                str(launcher),
-                *files,
-                *measure_args,
-            ]
         times: dict[str, list[float]] = {name: [] for name in tools}
         outputs: dict[str, str] = {}
         for command in tools.values():
@@ -178,7 +158,6 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--all", action="store_true", help="also time -m all_trec")
-    parser.add_argument("--launcher", action="store_true", help="also time the lazy launcher")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         for shape in SHAPES:
