@@ -227,6 +227,21 @@ def test_markdown_report_beside_the_run_file(tmp_path: Path) -> None:
     assert "| ndcg\\_at\\_5 | &gt; 0.6 |" in text  # the targets, under their perspective too
 
 
+def test_rescore_writes_its_markdown_report_too(tmp_path: Path) -> None:
+    first = run(*eval_args(tmp_path, "--samples", "8", "--metrics", "retrieval"))
+    assert first.exit_code == 0, first.output
+    _, document = run_file(tmp_path / "out")
+    again = run(
+        "rescore", document["id"], "--store", str(tmp_path / "runs.db"),
+        "--output-dir", str(tmp_path / "again"),
+    )  # fmt: skip
+    assert again.exit_code == 0, again.output
+    path, rescored = run_file(tmp_path / "again")
+    report = path.with_suffix(".md").read_text(encoding="utf-8")
+    assert f"- run: `{rescored['id']}`" in report and rescored["id"] != document["id"]
+    assert "| ndcg\\_at\\_5 ↑ |" in report
+
+
 def _summary(name: str, group: str, value: float | None, **more: Any) -> MetricSummary:
     return MetricSummary(
         name=name, group=group, value=value, n_scored=10, n_skipped=2, n_failed=1, **more

@@ -241,9 +241,6 @@ def rescore_command(
     changes = config_overrides(ctx, only={"judge", "max_judge_cost", "metrics", "name"})
     outcome = rescore(store, run_id, changes, output_dir)
     print_run(outcome.record, console)
-    console.print(
-        Text(
-            f"rescored {inert(run_id, markup=False)} as {outcome.record.id} · run file "
-            f"{outcome.run_file}"
-        )
-    )
+    message = f"rescored {inert(run_id, markup=False)} as {outcome.record.id} · run file "
+    console.print(Text(message + str(outcome.run_file)))
+    write_outputs(outcome, None)  # the Markdown report beside the new run file
