@@ -152,8 +152,9 @@ def judge_case(case: Case, response: Response, require_snippet: bool = False) ->
     return Judged(level, ranked, qrel)
 
 
-class _CaseMemo:
-    """Keeps the last case's measures: every retrieval metric of a case reads the same dict."""
+class CaseMemo:
+    """Keeps the last case's measures: every retrieval metric of a case reads the same dict (the
+    ``retrieval`` family and the ``trec`` run metrics each hold one)."""
 
     def __init__(self, settings: MetricSettings, measures: list[Measure]) -> None:
         self.settings = settings
@@ -176,7 +177,7 @@ class _CaseMemo:
         return self._value
 
 
-def _reader(memo: _CaseMemo, label: str) -> Callable[[Case, Response], MetricOutput]:
+def measure_reader(memo: CaseMemo, label: str) -> Callable[[Case, Response], MetricOutput]:
     def compute(case: Case, response: Response) -> MetricOutput:
         values, level = memo(case, response)
         return values[label], {"level": level}
@@ -243,12 +244,12 @@ def retrieval_metrics(settings: MetricSettings) -> list[Metric]:
     ]
     measures: list[Measure] = [Measure(name, k) for _, name, _ in per_k for k in settings.ks]
     measures += [Measure("recip_rank"), Measure("map"), Measure("Rprec")]
-    memo = _CaseMemo(settings, measures)
+    memo = CaseMemo(settings, measures)
     metrics = [
         Metric(
             template.format(k=k),
             "retrieval",
-            _reader(memo, Measure(name, k).label),
+            measure_reader(memo, Measure(name, k).label),
             needs,
             description=text.format(k=k),
             kind="binary" if name == "success" else "proportion",
@@ -260,7 +261,7 @@ def retrieval_metrics(settings: MetricSettings) -> list[Metric]:
         Metric(
             "mrr",
             "retrieval",
-            _reader(memo, "recip_rank"),
+            measure_reader(memo, "recip_rank"),
             needs,
             description="reciprocal rank of the first relevant item (no cutoff)",
             kind="proportion",
@@ -268,7 +269,7 @@ def retrieval_metrics(settings: MetricSettings) -> list[Metric]:
         Metric(
             "map",
             "retrieval",
-            _reader(memo, "map"),
+            measure_reader(memo, "map"),
             needs,
             description="average precision over all relevant items",
             kind="proportion",
@@ -276,7 +277,7 @@ def retrieval_metrics(settings: MetricSettings) -> list[Metric]:
         Metric(
             "r_precision",
             "retrieval",
-            _reader(memo, "Rprec"),
+            measure_reader(memo, "Rprec"),
             needs,
             description="precision at R, the number of relevant items",
             kind="proportion",

@@ -10,13 +10,9 @@ unjudged, as a document missing from the qrels is for trec_eval. The family fact
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from ragmeter.metrics.base import Metric, MetricOutput, MetricSettings
-from ragmeter.models import Case, Response
+from ragmeter.metrics.base import Metric, MetricSettings
 
 from .core import Measure
-from .query import query_measures
 
 # (metric name, measure, description)
 CASE_MEASURES = (
@@ -44,46 +40,15 @@ CASE_MEASURES = (
 )
 
 
-class _Memo:
-    """The last case's values: every metric of the family reads the same dict."""
-
-    def __init__(self, settings: MetricSettings) -> None:
-        self.settings = settings
-        self.measures = [measure for _, measure, _ in CASE_MEASURES]
-        self._key: tuple[Case, Response] | None = None
-        self._value: tuple[dict[str, float], str] = ({}, "chunk")
-
-    def __call__(self, case: Case, response: Response) -> tuple[dict[str, float], str]:
-        if self._key is None or self._key[0] is not case or self._key[1] is not response:
-            from ragmeter.metrics.retrieval import judge_case
-
-            judged = judge_case(case, response, self.settings.require_snippet)
-            values = query_measures(
-                judged.ranked,
-                judged.qrel,
-                self.measures,
-                self.settings.relevance_level,
-                self.settings.ndcg_gain,
-            )
-            self._key, self._value = (case, response), (values, judged.level)
-        return self._value
-
-
-def _reader(memo: _Memo, label: str) -> Callable[[Case, Response], MetricOutput]:
-    def compute(case: Case, response: Response) -> MetricOutput:
-        values, level = memo(case, response)
-        return values[label], {"level": level}
-
-    return compute
-
-
 def trec_metrics(settings: MetricSettings) -> list[Metric]:
-    memo = _Memo(settings)
+    from ragmeter.metrics.retrieval import CaseMemo, measure_reader
+
+    memo = CaseMemo(settings, [measure for _, measure, _ in CASE_MEASURES])
     return [
         Metric(
             name,
             "retrieval",
-            _reader(memo, measure.label),
+            measure_reader(memo, measure.label),
             ("gold_passages", "retrieved"),
             description=description,
             kind="proportion",
