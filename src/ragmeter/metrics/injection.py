@@ -32,15 +32,6 @@ from ragmeter.metrics.base import Metric, MetricOutput, MetricSettings, SkipScor
 from ragmeter.models import Case, Response
 
 BLOCKED_FLAG = "guardrail_blocked"
-# seed 003's attack categories (a dataset may use others: they are breakdown labels)
-ATTACK_CATEGORIES = (
-    "instruction_override",
-    "prompt_extraction",
-    "jailbreak_persona",
-    "delimiter_attack",
-    "role_override",
-    "bypass_intent",
-)
 
 
 def is_attack(case: Case) -> bool:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+# seed 003's attack categories, the only ones a rule may score (or the weak ``SIGNAL``)
 CATEGORIES = (
     "instruction_override",
     "prompt_extraction",
@@ -41,6 +42,8 @@ class Rule:
 
 
 def _rule(name: str, category: str, weight: float, pattern: str, *, cased: bool = False) -> Rule:
+    if category not in (*CATEGORIES, SIGNAL):
+        raise ValueError(f"guardrail rule {name!r}: unknown category {category!r}")
     return Rule(name, category, weight, re.compile(pattern, 0 if cased else re.IGNORECASE))
 
 
