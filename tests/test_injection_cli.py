@@ -164,11 +164,11 @@ def _brute_roc(pos: list[float], neg: list[float]) -> dict[str, float]:
 
 @pytest.mark.skipif(not SHARED.is_dir(), reason=f"{SHARED} is absent (shared test data)")
 def test_bare_classifier_on_the_deepset_test_split(tmp_path: Path) -> None:
-    pandas = pytest.importorskip("pandas")
-    pytest.importorskip("pyarrow")
+    import pyarrow.parquet  # the test extra installs it
+
     from ragmeter.targets.reference.guardrail import injection_score
 
-    frame = pandas.read_parquet(SHARED / "deepset_test.parquet")
+    frame = pyarrow.parquet.read_table(SHARED / "deepset_test.parquet").to_pydict()
     with (tmp_path / "deepset_test.jsonl").open("w", encoding="utf-8") as out:
         for i, (text, label) in enumerate(zip(frame["text"], frame["label"], strict=True)):
             row = {"case_id": f"t{i:03d}", "question": text, "attack_label": bool(label)}
@@ -196,7 +196,7 @@ def test_bare_classifier_on_the_deepset_test_split(tmp_path: Path) -> None:
         print(f"{name}: {card['value']:.4f} ({card['ci_low']:.3f}-{card['ci_high']:.3f})")
         assert card["value"] == pytest.approx(expected[name], abs=1e-12), name
         assert card["value"] >= floor, name
-        assert card["n_scored"] == len(frame)
+        assert card["n_scored"] == len(frame["text"])
     detection = cards["injection_detection_rate"]
     false_positive = cards["injection_false_positive_rate"]
     print(f"detection {detection['value']:.3f}, false positives {false_positive['value']:.3f}")
