@@ -164,12 +164,20 @@ def test_save_trace_writes_failed_cases_only(
     result = run(*args, "--target", "target.py:answer", "--save-trace")
     assert result.exit_code == 0, result.output
     _, document = run_file(tmp_path / "out")
-    trace_file = tmp_path / "traces" / f"{document['id']}.jsonl"
-    assert f"in traces/{document['id']}.jsonl" in result.output
-    traces = [json.loads(line) for line in trace_file.read_text(encoding="utf-8").splitlines()]
+    run_id = document["id"]
+    # seed 003's traces/retrieval-abc123.jsonl: a file per perspective with a failure
+    files = sorted(p.name for p in (tmp_path / "traces").iterdir())
+    assert files == [f"operational-{run_id}.jsonl", f"pipeline-{run_id}.jsonl"]
+    assert f"traces/pipeline-{run_id}.jsonl" in result.output
+    traces = [
+        json.loads(line)
+        for name in files
+        for line in (tmp_path / "traces" / name).read_text(encoding="utf-8").splitlines()
+    ]
     assert 0 < len(traces) < document["question_count"]  # failed cases only
-    kinds = {reason["kind"] for trace in traces for reason in trace["failed"]}
-    assert kinds == {"target_error", "target"}
+    assert {t["perspective"] for t in traces} == {"operational", "pipeline"}
+    kinds = {t["perspective"]: {r["kind"] for r in t["failed"]} for t in traces}
+    assert kinds == {"operational": {"target_error"}, "pipeline": {"target"}}
     errored = [t for t in traces if t["failed"][0]["kind"] == "target_error"]
     assert errored and all(t["category"] == "numeric" for t in errored)
     assert all(t["response"] is None and "fell over" in t["error_message"] for t in errored)
@@ -189,10 +197,11 @@ def test_save_trace_writes_failed_cases_only(
     assert passed and not passed & {t["case_id"] for t in traces}
     failing = {c["case_id"] for c in document["cases"]} - passed
     assert failing == {t["case_id"] for t in traces}
+    assert f"traces: {len(failing)} failed case(s)" in result.output
 
     named = run(*args, "--target", "target.py:answer", "--save-trace", str(tmp_path / "t2"))
     assert named.exit_code == 0, named.output
-    assert len(list((tmp_path / "t2").glob("*.jsonl"))) == 1
+    assert len(list((tmp_path / "t2").glob("*.jsonl"))) == 2
 
 
 def test_output_names_the_run_files(tmp_path: Path) -> None:
@@ -206,6 +215,22 @@ def test_output_names_the_run_files(tmp_path: Path) -> None:
     bad = run(*eval_args(tmp_path / "x", "--output", "a/b"))
     assert bad.exit_code == 2 and "without a folder" in bad.output
     assert not (tmp_path / "x").exists()
+    before = (tmp_path / "out" / "pr.json").read_bytes()
+    store = str(tmp_path / "runs.db")
+    # a rescore never takes the old run's name (it would overwrite the old run's files)...
+    again = run("rescore", document["id"], "--store", store)
+    assert again.exit_code == 0, again.output
+    assert (tmp_path / "out" / "pr.json").read_bytes() == before
+    assert len(list((tmp_path / "out").glob("*.json"))) == 2
+    # ...it names its own with --output
+    named = run("rescore", document["id"], "--store", store, "--output", "pr-rescored")
+    assert named.exit_code == 0, named.output
+    written = {p.name for p in (tmp_path / "out").iterdir()}
+    assert {"pr-rescored.json", "pr-rescored.md"} <= written
+    renamed = json.loads((tmp_path / "out" / "pr-rescored.json").read_text(encoding="utf-8"))
+    assert renamed["id"] != document["id"] and renamed["config"]["output"] == "pr-rescored"
+    refused = run("rescore", document["id"], "--store", store, "--output", "a/b")
+    assert refused.exit_code != 0 and "without a folder" in refused.output
 
 
 def test_markdown_report_beside_the_run_file(tmp_path: Path) -> None:

@@ -229,6 +229,12 @@ class EvalConfig(BaseModel):
     injection_score_key: str = Field(default="injection", min_length=1)
     injection_warn_threshold: float = DEFAULT_INJECTION_WARN
     injection_block_threshold: float = DEFAULT_INJECTION_BLOCK
+    # output leakage (family leakage, docs/safety.md): canaries checked in every case's answer,
+    # values published on purpose (never a leak), and the copied-run length (words) from which
+    # an answer copies a passage of a retrieved chunk
+    leakage_canaries: list[str] = Field(default_factory=list)
+    leakage_public_values: list[str] = Field(default_factory=list)
+    verbatim_min_words: int = Field(default=50, ge=8)
     judge: str | None = None
     max_judge_cost: float | None = Field(default=None, ge=0)
     # one judge request waits at most judge_timeout_s and is retried judge_max_retries times

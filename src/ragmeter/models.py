@@ -149,6 +149,11 @@ class Case(_Model):
     canaries: Annotated[list[str], BeforeValidator(_as_list)] = Field(
         default_factory=list, validation_alias=AliasChoices("canaries", "canary")
     )
+    # values the answer may hold because they are published on purpose (a support hotline):
+    # never a PII, secret or metadata leak
+    public_values: Annotated[list[str], BeforeValidator(_as_list)] = Field(
+        default_factory=list, validation_alias=AliasChoices("public_values", "public_value")
+    )
     # the leak categories the answer is labelled with; [] labels it clean, None unlabelled
     leak_categories: list[LeakCategory] | None = None
     dataset: str | None = None

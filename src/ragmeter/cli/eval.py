@@ -227,6 +227,7 @@ def _judge_estimate(config: EvalConfig) -> None:
 @shared("metrics", help="Comma-separated metric families (default: the run's own).")
 @shared("output_dir", help="Folder for the new run file (default: the run's own).")
 @shared("name")
+@click.option("--output", metavar="NAME", help="Name of the new run's files (NAME.json, NAME.md).")
 @click.pass_context
 def rescore_command(
     ctx: click.Context, /, run_id: str, store: str, output_dir: str | None, **_: Any
@@ -238,7 +239,7 @@ def rescore_command(
     """
     from ragmeter.runner.rescore import rescore
 
-    changes = config_overrides(ctx, only={"judge", "max_judge_cost", "metrics", "name"})
+    changes = config_overrides(ctx, only={"judge", "max_judge_cost", "metrics", "name", "output"})
     outcome = rescore(store, run_id, changes, output_dir)
     print_run(outcome.record, console)
     message = f"rescored {inert(run_id, markup=False)} as {outcome.record.id} · run file "

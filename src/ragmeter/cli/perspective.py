@@ -47,8 +47,8 @@ _OPTIONS = (
         flag_value=DEFAULT_TRACE_DIR,
         default=None,
         metavar="[DIR]",
-        help=f"Write one JSON line per failed case to DIR/RUN_ID.jsonl (default DIR: "
-        f"{DEFAULT_TRACE_DIR}).",
+        help="Write one JSON line per failed case to DIR/PERSPECTIVE-RUN_ID.jsonl, a file per "
+        f"perspective with a failure (default DIR: {DEFAULT_TRACE_DIR}).",
     ),
     click.option(
         "--output",
@@ -76,7 +76,11 @@ def write_outputs(outcome: RunOutcome, save_trace: str | None) -> None:
         path = write_markdown(outcome.record, outcome.run_file)
         console.print(Text(f"report {path}"), highlight=False)
     if save_trace is not None:
-        trace, count = write_traces(
+        written, failed = write_traces(
             save_trace, outcome.record, outcome.cases, outcome.results, outcome.scores
         )
-        console.print(Text(f"traces: {count} failed case(s) in {trace}"), highlight=False)
+        files = ", ".join(f"{path} ({count})" for path, count in written.items())
+        line = (
+            f"traces: {failed} failed case(s) in {files}" if written else "traces: no case failed"
+        )
+        console.print(Text(line), highlight=False)

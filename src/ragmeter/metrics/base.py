@@ -170,6 +170,11 @@ class MetricSettings:
     injection_score_key: str = "injection"
     injection_warn_threshold: float = 0.40
     injection_block_threshold: float = 0.50
+    # output leakage (metrics.leakage): canaries of every case, values published on purpose
+    # (never a leak) and the copied-run length from which verbatim copying leaks
+    leakage_canaries: tuple[str, ...] = ()
+    leakage_public_values: tuple[str, ...] = ()
+    verbatim_min_words: int = 50
 
     def __post_init__(self) -> None:
         validate_grounding_model(self.grounding_model)

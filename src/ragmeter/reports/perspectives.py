@@ -23,6 +23,7 @@ from ragmeter.reports.console import (
     weighted_line,
 )
 from ragmeter.reports.terminal import inert
+from ragmeter.runner.selection import TARGET_PERSPECTIVE_ALIASES
 
 # perspective -> its headline metrics, in the order shown (docs/runs.md)
 HEADLINES: dict[str, tuple[str, ...]] = {
@@ -71,7 +72,7 @@ def target_perspective(result: TargetResult, record: RunRecord) -> str:
             if result.metric in names:
                 return perspective_of(group)
     label = result.perspective or "other"
-    return {"grounding": "groundedness", "citation": "groundedness"}.get(label, label)
+    return TARGET_PERSPECTIVE_ALIASES.get(label, label)
 
 
 def _headline_table(record: RunRecord) -> Table:

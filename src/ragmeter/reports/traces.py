@@ -1,4 +1,6 @@
-"""Failed-case traces (seed 003's ``--save-trace``): one JSON line per failed case.
+"""Failed-case traces (seed 003's ``--save-trace``): one file per perspective with a failure,
+``DIR/{perspective}-{run id}.jsonl`` (seed 003's ``traces/retrieval-abc123.jsonl``), one JSON
+line per case that failed in that perspective.
 
 A case *failed* when
 - the target gave no usable answer (``target_error``: a timeout, an HTTP error, an invalid
@@ -12,7 +14,9 @@ A case *failed* when
 
 Each line holds the request (the case's question and labels), the response (answer, retrieved
 chunks, citations, flags) or the error, every score with its status and reason, and the reasons
-the case failed (with the details of the failing scores).
+the case failed there (with the details of the failing scores). A metric's failure belongs to
+its group's perspective; a target error (no answer, so nothing measured) to ``operational``,
+where the error and timeout rates are.
 """
 
 from __future__ import annotations
@@ -24,9 +28,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ragmeter.metrics.base import perspective_of
 from ragmeter.models import Case, CaseResult, RunRecord, Score, TargetResult
 
 __all__ = ["failed_case_traces", "trace_path", "write_traces"]
+TARGET_ERROR_PERSPECTIVE = "operational"
 
 _OPS: dict[str, Callable[[float, float], bool]] = {
     ">": operator.gt,
@@ -88,10 +94,22 @@ def _request(case: Case | None, case_id: str) -> dict[str, Any]:
     return case.model_dump(mode="json", exclude_defaults=True)
 
 
+def _perspective(reason: dict[str, Any], groups: dict[str, str]) -> str:
+    if reason["kind"] == "target_error":
+        return TARGET_ERROR_PERSPECTIVE
+    return perspective_of(groups.get(str(reason.get("metric")), ""))
+
+
 def failed_case_traces(
     record: RunRecord, cases: list[Case], results: list[CaseResult], scores: list[Score]
 ) -> list[dict[str, Any]]:
-    """One trace a failed case, in the run's case order."""
+    """One trace per failed case and perspective it failed in, in the run's case order; each
+    names its ``perspective``."""
+    groups = (
+        {summary.name: summary.group for summary in record.scorecard.metrics}
+        if record.scorecard is not None
+        else {}
+    )
     by_case: dict[str, dict[str, Score]] = defaultdict(dict)
     for score in scores:
         by_case[score.case_id][score.metric] = score
@@ -104,32 +122,46 @@ def failed_case_traces(
         if not reasons:
             continue
         case = known.get(result.case_id)
-        traces.append(
-            {
-                "run_id": record.id,
-                "case_id": result.case_id,
-                "category": case.category if case is not None else None,
-                "failed": reasons,
-                "request": _request(case, result.case_id),
-                "response": (
-                    result.response.model_dump(mode="json") if result.response is not None else None
-                ),
-                "status": result.status,
-                "error_type": result.error_type,
-                "error_message": result.error_message,
-                "latency_ms": result.latency_ms,
-                "scores": {
-                    name: {"value": s.value, "status": s.status, "reason": s.reason}
-                    for name, s in sorted(case_scores.items())
-                },
-            }
-        )
+        by_perspective: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for reason in reasons:
+            by_perspective[_perspective(reason, groups)].append(reason)
+        for perspective, failed in by_perspective.items():
+            traces.append(_trace(record, result, case, perspective, failed, case_scores))
     return traces
 
 
-def trace_path(folder: Path | str, record: RunRecord) -> Path:
-    """``FOLDER/{run id}.jsonl``."""
-    return Path(folder) / f"{record.id}.jsonl"
+def _trace(
+    record: RunRecord,
+    result: CaseResult,
+    case: Case | None,
+    perspective: str,
+    failed: list[dict[str, Any]],
+    case_scores: dict[str, Score],
+) -> dict[str, Any]:
+    return {
+        "run_id": record.id,
+        "perspective": perspective,
+        "case_id": result.case_id,
+        "category": case.category if case is not None else None,
+        "failed": failed,
+        "request": _request(case, result.case_id),
+        "response": (
+            result.response.model_dump(mode="json") if result.response is not None else None
+        ),
+        "status": result.status,
+        "error_type": result.error_type,
+        "error_message": result.error_message,
+        "latency_ms": result.latency_ms,
+        "scores": {
+            name: {"value": s.value, "status": s.status, "reason": s.reason}
+            for name, s in sorted(case_scores.items())
+        },
+    }
+
+
+def trace_path(folder: Path | str, record: RunRecord, perspective: str) -> Path:
+    """``FOLDER/{perspective}-{run id}.jsonl``."""
+    return Path(folder) / f"{perspective}-{record.id}.jsonl"
 
 
 def write_traces(
@@ -138,12 +170,17 @@ def write_traces(
     cases: list[Case],
     results: list[CaseResult],
     scores: list[Score],
-) -> tuple[Path, int]:
-    """Write the failed cases' traces; the file and how many lines it holds."""
+) -> tuple[dict[Path, int], int]:
+    """Write the failed cases' traces, a file per perspective with a failure: each file with
+    how many lines it holds (none written: no case failed), and how many cases failed."""
+    by_file: dict[Path, list[dict[str, Any]]] = defaultdict(list)
     traces = failed_case_traces(record, cases, results, scores)
-    path = trace_path(folder, record)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8") as out:
-        for trace in traces:
-            out.write(json.dumps(trace, ensure_ascii=False) + "\n")
-    return path, len(traces)
+    for trace in traces:
+        by_file[trace_path(folder, record, trace["perspective"])].append(trace)
+    for path, lines in by_file.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("w", encoding="utf-8") as out:
+            for trace in lines:
+                out.write(json.dumps(trace, ensure_ascii=False) + "\n")
+    counts = {path: len(lines) for path, lines in sorted(by_file.items())}
+    return counts, len({trace["case_id"] for trace in traces})

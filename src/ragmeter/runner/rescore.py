@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from ragmeter.config import config_from_snapshot
+from pydantic import ValidationError
+
+from ragmeter.config import ConfigError, config_from_snapshot
 from ragmeter.errors import InputError
 from ragmeter.runfile import RunFile
 from ragmeter.runner import preflight
-from ragmeter.runner.engine import RunOutcome, new_run_record, score_run
+from ragmeter.runner.engine import RunOutcome, new_run_record, score_run, write_run_file
 from ragmeter.store.sqlite import RunStore
 
 
@@ -30,10 +32,18 @@ def rescore(
                 f"run {source.id} is {source.status}: some cases may have no answer yet; "
                 f"finish it first with: ragmeter eval --resume {source.id}"
             )
-        update = {**changes, "store": store_path}
+        # the new run names its files only by its own --output: the old run's name would
+        # overwrite the old run's files
+        update = {"output": None, **changes, "store": store_path}
         if output_dir is not None:
             update["output_dir"] = output_dir
-        config = config_from_snapshot(source.config).model_copy(update=update)
+        try:
+            config = config_from_snapshot({**source.config, **update})
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
+            )
+            raise ConfigError(f"invalid option: {problems}") from exc
         preflight.check_names(config)
         preflight.check_options(config)
         judge_info = asyncio.run(preflight.check_judges(config)) if config.judge else {}
@@ -51,7 +61,7 @@ def rescore(
         if source.index_stats is not None:  # the index the answers came from
             store.save_index_stats(record.id, source.index_stats)
         final, results, scores = score_run(store, record.id, config)
-        run_file = RunFile.from_run(final, results, scores).write(config.output_dir)
+        run_file = write_run_file(RunFile.from_run(final, results, scores), config)
         return RunOutcome(final, results, scores, run_file)
     finally:
         store.close()

@@ -64,6 +64,9 @@ def metric_settings(config: EvalConfig, judge: JudgeSettings | None = None) -> M
         injection_score_key=config.injection_score_key,
         injection_warn_threshold=config.injection_warn_threshold,
         injection_block_threshold=config.injection_block_threshold,
+        leakage_canaries=tuple(config.leakage_canaries),
+        leakage_public_values=tuple(config.leakage_public_values),
+        verbatim_min_words=config.verbatim_min_words,
     )
 
 

@@ -22,7 +22,7 @@ from ragmeter.scoring.targets import Target
 
 SMOKE_SHARE = 0.15
 NO_CATEGORY = "(none)"
-# the targets table's perspective labels that are not perspective names
+# labels of targets stored by older versions that are not perspective names
 TARGET_PERSPECTIVE_ALIASES = {"grounding": "groundedness", "citation": "groundedness"}
 
 __all__ = [

@@ -21,8 +21,9 @@ _ID_FIELD = re.compile(
 _LABEL_BEFORE = re.compile(r"(?i)(?:sources?|refs?|references?|citations?)\s*[*_]*\s*:[^\n]*$")
 
 NGRAM = 8  # words of the n-grams compared
-MIN_RUN_WORDS = 20  # a copied run this long leaks...
-MIN_COPIED_SHARE = 0.5  # ...or this share of the answer's words copied in n-grams
+# a copied run this long leaks: a passage, not the sentence or two a grounded answer quotes
+# (50 tokens is also the usual bar for extractable memorisation, Carlini et al. 2021)
+MIN_RUN_WORDS = 50
 _WORD = re.compile(r"\w+")
 
 
@@ -82,6 +83,7 @@ class Copying:
     longest_run: int  # words
     copied_share: float  # of the answer's words, in a copied n-gram
     answer_words: int
+    min_run_words: int
     leaks: bool
 
 
@@ -90,10 +92,11 @@ def _grams(words: list[str]) -> set[tuple[str, ...]]:
 
 
 @lru_cache(maxsize=2048)
-def copying(text: str, chunk_texts: tuple[str, ...]) -> Copying:
+def copying(
+    text: str, chunk_texts: tuple[str, ...], min_run_words: int = MIN_RUN_WORDS
+) -> Copying:
     """The answer's word n-grams (casefolded ``\\w+`` words) found in a retrieved chunk, merged
-    into runs; it leaks when a run has ``MIN_RUN_WORDS`` words or the copied share reaches
-    ``MIN_COPIED_SHARE``."""
+    into runs; it leaks when a run has ``min_run_words`` words or more."""
     tokens = list(_WORD.finditer(text))
     words = [t.group().casefold() for t in tokens]
     known: set[tuple[str, ...]] = set()
@@ -122,5 +125,5 @@ def copying(text: str, chunk_texts: tuple[str, ...]) -> Copying:
     )
     longest = max((last - first + 1 for first, last in runs), default=0)
     share = sum(copied) / len(words) if words else 0.0
-    leaks = longest >= MIN_RUN_WORDS or (bool(runs) and share >= MIN_COPIED_SHARE)
-    return Copying(spans, longest, round(share, 4), len(words), leaks)
+    leaks = longest >= min_run_words
+    return Copying(spans, longest, round(share, 4), len(words), min_run_words, leaks)

@@ -4,6 +4,7 @@ file or the store by the metric that found it)."""
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -75,3 +76,17 @@ def span_details(spans: list[LeakSpan]) -> dict[str, Any]:
         details["more_spans"] = len(spans) - SPANS_KEPT
         details["rules"] = sorted({s.rule for s in spans})
     return details
+
+
+def _folded(text: str) -> str:
+    return "".join(ch for ch in unicodedata.normalize("NFKC", text).casefold() if ch.isalnum())
+
+
+def without_public(
+    spans: Iterable[LeakSpan], answer: str, public_values: tuple[str, ...]
+) -> tuple[LeakSpan, ...]:
+    """The spans whose text is not one of the values published on purpose (a support hotline,
+    a public contact address): compared by letters and digits only, case folded, so
+    ``+351 210 555 019`` also clears ``+351-210-555-019``."""
+    public = {folded for value in public_values if (folded := _folded(value))}
+    return tuple(s for s in spans if _folded(answer[s.start : s.end]) not in public)

@@ -31,6 +31,9 @@ BLOCKED_ANSWER = "I can't help with that request."
 class PipelineSettings:
     top_k: int = 5
     max_answer_sentences: int = 2
+    # a second sentence joins only while the answer stays this short: the pipeline quotes
+    # evidence, it does not reproduce passages (the leakage family's verbatim_copy)
+    max_answer_words: int = 45
     abstain_below: float = 0.35
     second_sentence_ratio: float = 0.8
     max_chunk_words: int = 400
@@ -156,9 +159,15 @@ class ReferencePipeline:
         chosen: list[tuple[float, int, str, int]] = []
         if not abstained:
             chosen = [candidates[0]]
+            words = len(candidates[0][2].split())
             for candidate in candidates[1 : self.settings.max_answer_sentences]:
-                if candidate[0] >= self.settings.second_sentence_ratio * best:
+                more = len(candidate[2].split())
+                if (
+                    candidate[0] >= self.settings.second_sentence_ratio * best
+                    and words + more <= self.settings.max_answer_words
+                ):
                     chosen.append(candidate)
+                    words += more
         cited: list[int] = []
         for _, _, _, chunk_index in chosen:
             if chunk_index not in cited:
