@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -336,3 +337,20 @@ def test_a_perspective_asks_the_judge_only_for_its_metrics(tmp_path: Path) -> No
         assert server.requests == []  # no judged metric is in the safety perspective
     finally:
         server.close()
+
+
+def test_target_values_read_as_their_metric_kind(tmp_path: Path) -> None:
+    targets = tmp_path / "targets.yaml"
+    targets.write_text(
+        "numeric_fabrication_count: '< 1'\nlatency_p95: '< 5000'\nclaim_support_rate: '> 0.5'\n",
+        encoding="utf-8",
+    )
+    args = eval_args(tmp_path, "--metrics", "grounding,performance", "--samples", "8")
+    result = run(*args, "--targets", str(targets))
+    assert result.exit_code == 0, result.output
+    rows = {line.split()[0]: line for line in result.output.splitlines() if line.strip()}
+    assert "0.00 numbers" in rows["numeric_fabrication_count"]  # a count: its unit, 2 decimals
+    assert re.search(r"< 5000\s+\d+\.\d ms", rows["latency_p95"])  # a duration: ms
+    assert re.search(r"> 0\.5\s+\d\.\d{3}\s", rows["claim_support_rate"])  # a proportion
+    markdown = next((tmp_path / "out").glob("*.md")).read_text(encoding="utf-8")
+    assert "| numeric\\_fabrication\\_count | &lt; 1 | 0.00 numbers |" in markdown

@@ -17,7 +17,14 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from ragmeter.models import CaseResult, MetricSummary, RunRecord, TargetResult, WeightedScore
+from ragmeter.models import (
+    CaseResult,
+    MetricSummary,
+    RunRecord,
+    Scorecard,
+    TargetResult,
+    WeightedScore,
+)
 from ragmeter.reports.operational import operational_renderables
 from ragmeter.reports.terminal import inert, inert_text
 
@@ -224,7 +231,16 @@ def weighted_line(weighted: WeightedScore) -> str:
     return line
 
 
-def targets_table(results: list[TargetResult]) -> Table:
+def target_value(result: TargetResult, scorecard: Scorecard | None) -> str:
+    """A target's value as its metric's kind reads (a count with its unit, ms, $), three
+    decimals when the metric is not in the scorecard."""
+    summary = scorecard.get(result.metric) if scorecard is not None else None
+    if result.value is None:
+        return "-"
+    return format_value(summary, result.value) if summary is not None else f"{result.value:.3f}"
+
+
+def targets_table(results: list[TargetResult], scorecard: Scorecard | None = None) -> Table:
     table = Table(title="Targets", title_justify="left")
     table.add_column("metric", no_wrap=True)
     for column in ("target", "value", "status"):
@@ -240,7 +256,7 @@ def targets_table(results: list[TargetResult]) -> Table:
         table.add_row(
             inert(result.metric),
             f"{inert(result.op)} {result.threshold:g}",
-            f"{result.value:.3f}" if result.value is not None else "-",
+            target_value(result, scorecard),
             f"[{colour}]{status}[/]",
         )
     return table
@@ -383,7 +399,7 @@ def print_run(record: RunRecord, console: Console) -> None:
     if record.weighted_score is not None:
         console.print(weighted_line(record.weighted_score))
     if record.targets:
-        console.print(targets_table(record.targets))
+        console.print(targets_table(record.targets, record.scorecard))
     latency = latency_table(record.performance)
     if latency is not None and len(record.performance.get("latency_ms", {})) > 1:
         console.print(latency)

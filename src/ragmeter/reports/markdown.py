@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ragmeter.models import MetricSummary, RunRecord, TargetResult
-from ragmeter.reports.console import format_value
+from ragmeter.models import MetricSummary, RunRecord, Scorecard, TargetResult
+from ragmeter.reports.console import format_value, target_value
 from ragmeter.reports.perspectives import by_perspective, target_perspective
 
 __all__ = ["markdown_path", "md_text", "render_markdown", "write_markdown"]
@@ -49,13 +49,13 @@ def _metric_rows(summaries: list[MetricSummary]) -> list[str]:
     return rows
 
 
-def _target_rows(results: list[TargetResult]) -> list[str]:
+def _target_rows(results: list[TargetResult], scorecard: Scorecard | None) -> list[str]:
     rows = ["| metric | target | value | status |", "|---|---|---:|---|"]
     for result in results:
         status = {"pass": "✅ pass", "fail": "❌ fail"}.get(result.status, "not measured")
         if result.optional and result.status == "not_measured":
             status += " (optional)"
-        value = f"{result.value:.3f}" if result.value is not None else "-"
+        value = md_text(target_value(result, scorecard))
         condition = md_text(f"{result.op} {result.threshold:g}")
         rows.append(f"| {md_text(result.metric)} | {condition} | {value} | {status} |")
     return rows
@@ -83,10 +83,10 @@ def render_markdown(record: RunRecord) -> str:
     for perspective, summaries in by_perspective(record).items():
         lines += ["", f"## {md_text(perspective)}", "", *_metric_rows(summaries)]
         if perspective in targets:
-            lines += ["", "Targets:", "", *_target_rows(targets.pop(perspective))]
+            lines += ["", "Targets:", "", *_target_rows(targets.pop(perspective), record.scorecard)]
     lines += ["", "## Targets", ""]
     if record.targets:
-        lines += _target_rows(record.targets)
+        lines += _target_rows(record.targets, record.scorecard)
     else:
         lines.append("No targets.")
     lines += ["", "Counts: n scored, skipped and failed cases. Intervals: 95% bootstrap.", ""]

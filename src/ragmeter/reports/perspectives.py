@@ -121,7 +121,7 @@ def print_compact(record: RunRecord, console: Console) -> None:
     if record.weighted_score is not None and not record.config.get("perspectives"):
         console.print(weighted_line(record.weighted_score))
     if record.targets:
-        table = targets_table(record.targets)
+        table = targets_table(record.targets, record.scorecard)
         table.box, table.show_edge = box.SIMPLE_HEAD, False
         console.print(table)
     for note in failure_notes(record):
