@@ -441,6 +441,8 @@ def test_all_judged_metrics_and_seed_004_details(serve: Any, tmp_path: Path) -> 
         "factual_grade_d_rate", "factual_grade_e_rate", "answer_correctness",
         "judged_unanswerable_accuracy", "judged_abstention_false_positive_rate",
         "judged_correct_count", "judged_wrong_count", "judged_dont_know_count",
+        "factual_grade_a_count", "factual_grade_b_count", "factual_grade_c_count",
+        "factual_grade_d_count", "factual_grade_e_count",
     }  # fmt: skip
     # answerable case: the two unanswerable-only abstention metrics do not apply
     assert scores[("judged_hallucination_rate", "c1")].status == "skipped"
@@ -451,6 +453,7 @@ def test_all_judged_metrics_and_seed_004_details(serve: Any, tmp_path: Path) -> 
     assert factual.details["grade"] == "A"
     assert scores[("factual_grade_a_rate", "c1")].value == 1.0
     assert scores[("factual_grade_b_rate", "c1")].value == 0.0
+    assert scores[("factual_grade_a_count", "c1")].value == 1.0  # summed over the run
     correctness = scores[("answer_correctness", "c1")]
     similarity = correctness.details["similarity"]
     vectors = build_embedder("minilm").embed(["Paris, 2.1 million.", "Paris."])

@@ -79,10 +79,12 @@ def _rate(
     )  # fmt: skip
 
 
-def _count(name: str, text: str, lower_is_better: bool = False) -> JudgedMetric:
+def _count(
+    name: str, text: str, lower_is_better: bool = False, group: str = "generation"
+) -> JudgedMetric:
     """Seed 001's count of a class: 1/0 per case, summed over the judged cases."""
     return JudgedMetric(
-        name=name, group="generation", kind="count", description=text,
+        name=name, group=group, kind="count", description=text,
         higher_is_better=not lower_is_better, aggregation="sum",
     )  # fmt: skip
 
@@ -207,6 +209,11 @@ TASKS: dict[str, Task] = {
                 *(
                     _rate(f"factual_grade_{g.lower()}_rate", "factual_grades", f"graded {g}",
                           g in "DE")
+                    for g, _ in GRADES
+                ),
+                *(
+                    _count(f"factual_grade_{g.lower()}_count", f"number graded {g}", g in "DE",
+                           group="factual_grades")
                     for g, _ in GRADES
                 ),
             ),

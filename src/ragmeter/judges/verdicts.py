@@ -272,7 +272,8 @@ async def factual_accuracy(session: JudgeSession, item: Item) -> Values:
     }
     values: Values = {"factual_accuracy": (percent / 100.0, details)}
     for letter, _ in GRADES:
-        values[f"factual_grade_{letter.lower()}_rate"] = (float(grade == letter), details)
+        stem = f"factual_grade_{letter.lower()}"
+        values[f"{stem}_rate"] = values[f"{stem}_count"] = (float(grade == letter), details)
     return values
 
 
