@@ -235,3 +235,36 @@ def test_eval_then_show_prints_the_true_counts(tmp_path: Path) -> None:
     metrics = {m["name"]: m for m in data["scorecard"]["metrics"]}
     assert metrics["correct_answer_count"]["value"] == 3.0
     assert metrics["correct_answer_count"]["aggregation"] == "sum"
+
+
+def test_class_rates_and_counts_read_one_classification_per_case() -> None:
+    from ragmeter.metrics.abstention import abstention_metrics
+    from ragmeter.models import CaseResult, Response
+    from ragmeter.runner.scoring import score_results
+
+    metrics = [
+        m
+        for m in abstention_metrics(MetricSettings())
+        if m.name.startswith(("correct_answer", "wrong_answer", "dont_know"))
+    ]
+    cases = [
+        Case(case_id="right", question="q?", reference_answer="Paris"),
+        Case(case_id="wrong", question="q?", reference_answer="Paris"),
+        Case(case_id="unsure", question="q?", reference_answer="Paris"),
+        Case(case_id="no-ref", question="q?"),
+    ]
+    answers = {"right": "Paris.", "wrong": "Lyon.", "unsure": "I don't know.", "no-ref": "X."}
+    results = [
+        CaseResult(case_id=c, status="ok", response=Response(answer=a)) for c, a in answers.items()
+    ]
+    scores = {(s.case_id, s.metric): s for s in score_results(cases, results, metrics)}
+    expected = {"right": "correct_answer", "wrong": "wrong_answer", "unsure": "dont_know"}
+    for case_id, stem in expected.items():
+        for other in ("correct_answer", "wrong_answer", "dont_know"):
+            for suffix in ("rate", "count"):
+                value = scores[(case_id, f"{other}_{suffix}")].value
+                assert value == float(other == stem), (case_id, other, suffix)
+    for suffix in ("rate", "count"):
+        skipped = scores[("no-ref", f"correct_answer_{suffix}")]
+        assert skipped.status == "skipped"
+        assert skipped.reason == "case has no reference answer, gold facts or expected number"

@@ -129,9 +129,26 @@ def classify_answer(case: Case, response: Response, phrases: tuple[str, ...] = (
 def abstention_metrics(settings: MetricSettings) -> list[Metric]:
     phrases = settings.abstention_phrases
 
+    # the six class metrics read one classification per case: scoring goes case by case, so
+    # the last case's class (or why it has none) is kept, keyed by the objects themselves
+    last: list[tuple[Case, Response, str | SkipScore]] = []
+
+    def classified(case: Case, response: Response) -> str:
+        memo = last[0] if last else None
+        if memo is None or memo[0] is not case or memo[1] is not response:
+            try:
+                found: str | SkipScore = classify_answer(case, response, phrases)
+            except SkipScore as skip:
+                found = skip
+            memo = (case, response, found)
+            last[:] = [memo]
+        if isinstance(memo[2], SkipScore):
+            raise SkipScore(str(memo[2]))
+        return memo[2]
+
     def share_of(label: str) -> Callable[[Case, Response], MetricOutput]:
         def compute(case: Case, response: Response) -> MetricOutput:
-            found = classify_answer(case, response, phrases)
+            found = classified(case, response)
             return float(found == label), {"class": found}
 
         return compute
