@@ -130,14 +130,17 @@ def show_command(
     type=click.Choice(EXPORT_FORMATS),
     default=DEFAULT_FORMAT,
     show_default=True,
-    help="'responses': JSONL replayable with --target replay:FILE; 'trec-run' / 'trec-qrels': "
-    "the retrieval as TREC files (for trec_eval or 'ragmeter trec').",
+    help="'responses': JSONL replayable with --target replay:FILE; 'json': the run file; "
+    "'trec-run' / 'trec-qrels': the retrieval as TREC files (for trec_eval or 'ragmeter trec'); "
+    "'csv': one row a case and metric (value, status, reason); 'csv-wide': one row a case, "
+    "a column a metric.",
 )
 @click.option(
     "--output", "-o", required=True, type=click.Path(dir_okay=False), help="File to write."
 )
 def export_command(run_id: str, store: str, fmt: str, output: str) -> None:
-    """Export a stored run: its responses as replayable JSONL, or the run file."""
+    """Export a stored run: its responses as replayable JSONL, the run file, TREC files or
+    CSV (docs/reports.md)."""
     from ragmeter.reports.export import export_run
 
     run_store, record = open_run(store, run_id)

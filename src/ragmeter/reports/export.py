@@ -1,4 +1,5 @@
-"""``ragmeter export``: a stored run as replayable responses, its run file, or TREC files."""
+"""``ragmeter export``: a stored run as replayable responses, its run file, TREC files or CSV
+(:mod:`ragmeter.reports.csv_export`)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from ragmeter.models import CaseResult, RunRecord
 from ragmeter.reports.json_report import run_document
 from ragmeter.store.sqlite import RunStore
 
-EXPORT_FORMATS = ("responses", "json", "trec-run", "trec-qrels")
+EXPORT_FORMATS = ("responses", "json", "trec-run", "trec-qrels", "csv", "csv-wide")
 DEFAULT_FORMAT = "responses"
 
 
@@ -33,6 +34,11 @@ def export_run(path: Path, fmt: str, run_store: RunStore, record: RunRecord) -> 
     """Write ``record`` to ``path`` in ``fmt`` (one of :data:`EXPORT_FORMATS`); return the
     number of cases written."""
     results = run_store.get_results(record.id)
+    if fmt in ("csv", "csv-wide"):
+        from ragmeter.reports.csv_export import write_csv
+
+        cases = run_store.get_cases(record.id)
+        return write_csv(path, fmt, record, cases, results, run_store.get_scores(record.id))
     if fmt == "json":
         document = run_document(record, results, run_store.get_scores(record.id))
         path.write_text(json.dumps(document, indent=2), encoding="utf-8")

@@ -1,0 +1,68 @@
+"""The Markdown form of a comparison (``ragmeter report BASE CAND --format md``): the runs,
+every metric's paired difference with interval and p value, and the flipped cases. Text from the
+runs is made inert with :func:`ragmeter.reports.markdown.md_text`."""
+
+from __future__ import annotations
+
+from ragmeter.models import RunRecord
+from ragmeter.reports.html.compare import p_text
+from ragmeter.reports.markdown import md_text
+from ragmeter.scoring.compare import Comparison
+
+__all__ = ["render_comparison_markdown"]
+
+FLIPS_LISTED = 20
+
+
+def _n(value: float | None, digits: int = 3) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def render_comparison_markdown(comparison: Comparison, base: RunRecord, cand: RunRecord) -> str:
+    lines = [
+        f"# Comparison: {md_text(cand.name)} against baseline {md_text(base.name)}",
+        "",
+        f"- baseline: {md_text(base.id)} ({md_text(base.name)}, {base.question_count} questions)",
+        f"- candidate: {md_text(cand.id)} ({md_text(cand.name)}, {cand.question_count} questions)",
+        f"- shared cases: {comparison.n_shared_cases} · alpha {comparison.alpha} · "
+        f"margin {comparison.margin}",
+        "",
+        "## Differences by metric",
+        "",
+        "| metric | baseline | candidate | paired Δ | 95% CI | p | test | verdict |",
+        "|---|---:|---:|---:|---:|---:|---|---|",
+    ]
+    for row in comparison.rows:
+        mean = row.total_diff if row.total_diff is not None else row.mean_diff
+        scale = row.n_paired if row.total_diff is not None else 1
+        interval = (
+            "-"
+            if row.ci_low is None or row.ci_high is None
+            else f"{row.ci_low * scale:+.3f} … {row.ci_high * scale:+.3f}"
+        )
+        arrow = "↑" if row.higher_is_better else "↓"
+        verdict = row.verdict.replace("_", " ") + ("" if row.gated else " (not gated)")
+        lines.append(
+            f"| {md_text(row.metric)} {arrow} | {_n(row.baseline)} | {_n(row.candidate)} | "
+            f"{'-' if mean is None else f'{mean:+.3f}'} | {interval} | {p_text(row.p_value)} | "
+            f"{row.test} | {verdict} |"
+        )
+    flipped = [r for r in comparison.rows if r.pass_to_fail or r.fail_to_pass]
+    lines += ["", "## Flipped cases", ""]
+    if not flipped:
+        lines.append("No case flipped on a 0/1 metric.")
+    for row in flipped:
+        for label, ids in (("pass → fail", row.pass_to_fail), ("fail → pass", row.fail_to_pass)):
+            if not ids:
+                continue
+            shown = ", ".join(md_text(i) for i in ids[:FLIPS_LISTED])
+            more = f" (+{len(ids) - FLIPS_LISTED} more)" if len(ids) > FLIPS_LISTED else ""
+            lines.append(f"- {md_text(row.metric)} {label} ({len(ids)}): {shown}{more}")
+    lines += [
+        "",
+        "Paired Δ: candidate minus baseline over the shared cases; intervals: 95% paired "
+        "bootstrap; "
+        "tests: exact McNemar (0/1 metrics), sign-flip permutation (others).",
+        "",
+    ]
+    return "\n".join(lines)

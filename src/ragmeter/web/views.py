@@ -1,0 +1,270 @@
+"""What each page shows, as plain data: the JSON APIs return these documents and the HTML pages
+are rendered from them (``pages.py``), so the two never disagree."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from ragmeter.metrics.base import PERSPECTIVES
+from ragmeter.metrics.retrieval import all_passages, case_level, matches, ranked_chunks
+from ragmeter.models import Case, CaseResult, MetricSummary, RunRecord, Score
+from ragmeter.reports.pareto import pareto_points
+from ragmeter.reports.perspectives import by_perspective
+from ragmeter.scoring.compare import RunScores, compare_runs
+from ragmeter.web.charts import histogram_bins
+from ragmeter.web.db import NotFound, Page, ReadOnlyStore
+
+STATUSES = ("running", "completed", "interrupted")
+CASE_STATUSES = ("ok", "error", "not answered")
+MAX_COMPARED = 5
+
+
+def summary_json(summary: MetricSummary) -> dict[str, Any]:
+    return summary.model_dump(mode="json")
+
+
+def run_summary(record: RunRecord) -> dict[str, Any]:
+    """A runs-list row."""
+    failed = [t.metric for t in record.targets if t.status == "fail"]
+    return {
+        "id": record.id,
+        "name": record.name,
+        "status": record.status,
+        "created_at": record.created_at,
+        "completed_at": record.completed_at,
+        "datasets": record.datasets,
+        "question_count": record.question_count,
+        "error_count": record.error_count,
+        "weighted_score": record.weighted_score.score if record.weighted_score else None,
+        "targets_passed": sum(t.status == "pass" for t in record.targets),
+        "targets_failed": failed,
+    }
+
+
+def runs_view(store: ReadOnlyStore, query: dict[str, str]) -> tuple[dict[str, Any], Page]:
+    status = query.get("status") or None
+    filters = {
+        "status": status if status in STATUSES else None,
+        "dataset": query.get("dataset") or None,
+        "q": (query.get("q") or "").strip() or None,
+    }
+    page = store.list_runs(
+        status=filters["status"],
+        dataset=filters["dataset"],
+        search=filters["q"],
+        page=page_number(query),
+    )
+    document = {
+        "runs": page.items,
+        "paging": page.meta(),
+        "filters": filters,
+        "datasets": store.datasets(),
+    }
+    return document, page
+
+
+def page_number(query: dict[str, str]) -> int:
+    try:
+        return max(1, min(int(query.get("page", "1")), 1_000_000))
+    except ValueError:
+        return 1
+
+
+def case_filters(query: dict[str, str], record: RunRecord) -> dict[str, str | None]:
+    names = {m.name for m in record.scorecard.metrics} if record.scorecard else set()
+    failing = query.get("failing") or None
+    status = query.get("status") or None
+    return {
+        "status": status if status in CASE_STATUSES else None,
+        "category": query.get("category") or None,
+        "failing": failing if failing == "any" or failing in names else None,
+    }
+
+
+def run_view(store: ReadOnlyStore, record: RunRecord, query: dict[str, str]) -> dict[str, Any]:
+    filters = case_filters(query, record)
+    cases = store.case_page(
+        record,
+        page=page_number(query),
+        status=filters["status"],
+        category=filters["category"],
+        failing=filters["failing"],
+    )
+    latencies = store.latencies(record.id)
+    perspectives = {
+        name: [summary_json(s) for s in summaries]
+        for name, summaries in by_perspective(record).items()
+    }
+    return {
+        "run": {
+            **run_summary(record),
+            "config": record.config,
+            "schema_version": record.schema_version,
+            "index_stats": record.index_stats,
+        },
+        "perspectives": perspectives,
+        "perspective_groups": {name: list(groups) for name, groups in PERSPECTIVES.items()},
+        "weighted_score": record.weighted_score.model_dump(mode="json")
+        if record.weighted_score
+        else None,
+        "targets": [t.model_dump(mode="json") for t in record.targets],
+        "breakdowns": {
+            field: {group: [summary_json(s) for s in items] for group, items in groups.items()}
+            for field, groups in record.breakdowns.items()
+        },
+        "performance": record.performance,
+        "judge_cost": store.judge_cost(record.id),
+        "judge_reliability": record.judge_reliability,
+        "latency_histogram": [
+            {"low": low, "high": high, "count": count}
+            for low, high, count in histogram_bins(latencies)
+        ],
+        "progress": store.progress(record),
+        "categories": store.categories(record.id),
+        "case_filters": filters,
+        "cases": [item.as_json() for item in cases.items],
+        "case_paging": cases.meta(),
+    }
+
+
+# one case -------------------------------------------------------------------------------------
+def _find(text: str, part: str, start: int = 0) -> int:
+    found = text.find(part, start)
+    if found < 0 and len(part.lower()) == len(part) and len(text.lower()) == len(text):
+        found = text.lower().find(part.lower(), start)
+    return found
+
+
+def highlights(answer: str, scores: list[Score]) -> list[dict[str, Any]]:
+    """Ranges of the answer to mark: leaked spans (offsets in the leakage scores' details) and
+    unsupported claims (found in the answer by their text), without overlaps, in order."""
+    wanted: list[dict[str, Any]] = []
+    claims: list[str] = []
+    for score in scores:
+        spans = score.details.get("spans")
+        if isinstance(spans, list):
+            for item in spans:
+                if not isinstance(item, dict):
+                    continue
+                start, end = item.get("start"), item.get("end")
+                if not (isinstance(start, int) and isinstance(end, int)):
+                    continue
+                if 0 <= start < end <= len(answer):
+                    note = f"{score.metric}: {item.get('category', '')} {item.get('type', '')}"
+                    wanted.append({"start": start, "end": end, "kind": "leak", "note": note})
+        unsupported = score.details.get("unsupported_claims")
+        if isinstance(unsupported, list):
+            claims.extend(c for c in unsupported if isinstance(c, str) and c and c not in claims)
+    for claim in claims:
+        at = _find(answer, claim)
+        if at >= 0:
+            wanted.append(
+                {"start": at, "end": at + len(claim), "kind": "unsupported", "note": claim}
+            )
+    kept: list[dict[str, Any]] = []
+    for item in wanted:  # leaks first: a claim overlapping a leak is not marked
+        if not any(item["start"] < k["end"] and k["start"] < item["end"] for k in kept):
+            kept.append(item)
+    return sorted(kept, key=lambda k: (k["start"], k["end"]))
+
+
+def _chunks(case: Case, result: CaseResult | None) -> list[dict[str, Any]]:
+    response = result.response if result is not None else None
+    if response is None:
+        return []
+    passages = all_passages(case)
+    level = case_level(passages)
+    found = []
+    for chunk in ranked_chunks(response):
+        gold = (chunk.id is not None and chunk.id in case.expected_chunks) or any(
+            matches(p, chunk, level) for p in passages
+        )
+        found.append({**chunk.model_dump(mode="json"), "gold": gold})
+    return found
+
+
+def _citations(case: Case, result: CaseResult | None) -> list[dict[str, Any]]:
+    response = result.response if result is not None else None
+    if response is None:
+        return []
+    passages = all_passages(case)
+    level = case_level(passages)
+    ids = {c.id for c in response.retrieved if c.id}
+    docs = {c.doc_id for c in response.retrieved if c.doc_id}
+    expected = set(case.expected_citations) | set(case.expected_chunks)
+    checked = []
+    for citation in response.citations:
+        if citation.chunk_id is not None:
+            retrieved = citation.chunk_id in ids
+        else:
+            retrieved = citation.doc_id is not None and citation.doc_id in docs
+        gold = any(matches(p, citation, level) for p in passages) or bool(
+            {citation.chunk_id, citation.doc_id} & expected
+        )
+        checked.append(
+            {**citation.model_dump(mode="json"), "in_retrieved": retrieved, "gold": gold}
+        )
+    return checked
+
+
+def case_view(store: ReadOnlyStore, record: RunRecord, case_id: str) -> dict[str, Any]:
+    case, result, scores = store.case(record.id, case_id)
+    answer = result.response.answer if result is not None and result.response else ""
+    return {
+        "run_id": record.id,
+        "run_name": record.name,
+        "case": case.model_dump(mode="json"),
+        "result": result.model_dump(mode="json") if result is not None else None,
+        "answer": answer,
+        "highlights": highlights(answer, scores),
+        "retrieved": _chunks(case, result),
+        "citations": _citations(case, result),
+        "scores": [asdict(score) for score in scores],
+        "judge_calls": store.judge_calls(record.id, case_id),
+    }
+
+
+# comparisons ----------------------------------------------------------------------------------
+def compared_ids(query: dict[str, str], repeated: list[str]) -> list[str]:
+    """The run ids of ``?runs=A,B`` and/or ``?run=A&run=B``, in order, without repeats."""
+    ids: list[str] = []
+    for part in [*(query.get("runs") or "").split(","), *repeated]:
+        part = part.strip()
+        if part and part not in ids:
+            ids.append(part)
+    return ids
+
+
+def compare_view(store: ReadOnlyStore, ids: list[str]) -> dict[str, Any]:
+    if len(ids) < 2:
+        raise ValueError("pick two or more runs to compare (?runs=BASELINE,CANDIDATE)")
+    if len(ids) > MAX_COMPARED:
+        raise ValueError(f"compare at most {MAX_COMPARED} runs at a time")
+    records = [store.get_run(run_id) for run_id in ids]  # NotFound for an unknown id
+    scores = [RunScores(r, *store.values(r.id)) for r in records]
+    base = scores[0]
+    comparisons = [compare_runs(base, other) for other in scores[1:]]
+    points, dropped = pareto_points(records, None)
+    return {
+        "runs": [run_summary(r) for r in records],
+        "baseline": records[0].id,
+        "comparisons": [c.model_dump(mode="json") for c in comparisons],
+        "pareto": {
+            "quality": "weighted_score",
+            "left_out": dropped,
+            "points": [asdict(p) for p in points],
+        },
+    }
+
+
+__all__ = [
+    "NotFound",
+    "case_view",
+    "compare_view",
+    "compared_ids",
+    "highlights",
+    "run_summary",
+    "run_view",
+    "runs_view",
+]
