@@ -183,6 +183,17 @@ def test_alpha_and_margin_from_the_environment(in_tmp: Path) -> None:
     assert bad.exit_code == 2 and "between 0 and 1" in bad.output
 
 
+def test_datasets_list_reads_local_copies_from_ragmeter_data(in_tmp: Path) -> None:
+    samples = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "hf_samples"
+    if not samples.is_dir():
+        pytest.skip(f"{samples} is absent (../shared/datasets)")
+    listed = run("datasets", "list", env={"RAGMETER_DATA": str(samples)})
+    assert listed.exit_code == 0, listed.output
+    assert f"hotpotqa: --dataset hotpotqa:{samples / 'hotpot_qa'}" in listed.output
+    plain = run("datasets", "list", env={"RAGMETER_DATA": str(in_tmp)})
+    assert "hotpotqa: --dataset" not in plain.output
+
+
 def test_validity_honours_store_and_seed_from_the_environment(in_tmp: Path) -> None:
     """``ragmeter validity`` finds the run in RAGMETER_STORE and seeds its bootstrap with
     RAGMETER_SEED (the same intervals as --seed)."""
@@ -204,6 +215,8 @@ def test_validity_honours_store_and_seed_from_the_environment(in_tmp: Path) -> N
 
 
 ARGUMENTS = {
+    "plan": ["--metric", "m", "--effect", "0.1"],
+    "report": ["r"],
     "rescore": ["r"],
     "show": ["r"],
     "export": ["r", "-o", "f"],
@@ -223,7 +236,10 @@ def test_every_declared_variable_reaches_its_option(
     kind = {click.INT: int, click.FLOAT: float}.get(option.type, str)
     text, value = SAMPLES.get(kind, ("env-value", "env-value"))
     monkeypatch.setenv(str(option.envvar), text)
-    target = main.commands[command]
+    target: click.Command = main
+    for part in command.split():  # a subcommand of a group: "datasets list"
+        assert isinstance(target, click.Group)
+        target = target.commands[part]
     with target.make_context(command, list(ARGUMENTS.get(command, []))) as ctx:
         assert ctx.params[name] == value
         assert ctx.get_parameter_source(name) is ParameterSource.ENVIRONMENT
@@ -247,6 +263,7 @@ def test_every_option_variable_is_tested_or_a_config_variable() -> None:
         "RAGMETER_MARGIN",
         "RAGMETER_CASE_TIMEOUT_S",
         "RAGMETER_JUDGE_TASKS",
+        "RAGMETER_DATA",
     }
     assert cli_env_vars() <= behaviour_tested
     assert set(ENV_FIELDS) - behaviour_tested == {"RAGMETER_TARGET_URL"}

@@ -25,6 +25,21 @@ def test_sampling_is_seeded_and_keeps_dataset_order() -> None:
     assert sample_cases(CASES, None, 0) == CASES
 
 
+def test_samples_are_per_dataset() -> None:
+    mixed = [
+        Case(case_id=f"{name}-{i}", question="q?", dataset=name)
+        for name, count in (("a", 12), ("b", 3), ("c", 9))
+        for i in range(count)
+    ]
+    picked = sample_cases(mixed, 5, seed=1)
+    per = {name: [c for c in picked if c.dataset == name] for name in "abc"}
+    assert [len(per[name]) for name in "abc"] == [5, 3, 5]  # b has only 3: all of them
+    assert picked == [c for c in mixed if c in picked]  # dataset order kept
+    # one dataset: the same subset as before datasets were sampled apart
+    only_a = [c for c in mixed if c.dataset == "a"]
+    assert [c for c in sample_cases(only_a, 5, seed=1)] == per["a"]
+
+
 def test_concurrency_is_bounded_and_slow_cases_time_out(tmp_path: Path) -> None:
     in_flight = 0
     peak = 0

@@ -103,6 +103,18 @@ _BUILTINS: dict[Kind, dict[str, str | tuple[str, str]]] = {
         "yaml": "ragmeter.datasets.native:load_yaml",
         "labels": "ragmeter.datasets.labels:load_label_folder",
         "mapped": "ragmeter.datasets.mapped:load_mapped",
+        # seed 002's named datasets (NAME or NAME:PATH) and retrieval/interop formats
+        "ragbench": "ragmeter.datasets.ragbench:load_ragbench",
+        "squad_v2": "ragmeter.datasets.named:load_squad_v2",
+        "hotpotqa": "ragmeter.datasets.named:load_hotpotqa",
+        "msmarco": "ragmeter.datasets.named:load_msmarco",
+        "qasper": "ragmeter.datasets.named:load_qasper",
+        "golden": "ragmeter.datasets.named:load_golden",
+        "beir": "ragmeter.datasets.retrieval:load_beir",
+        "trec": "ragmeter.datasets.retrieval:load_trec",
+        "cranfield": "ragmeter.datasets.retrieval:load_cranfield",
+        "ragas": "ragmeter.datasets.interop:load_ragas",
+        "deepeval": "ragmeter.datasets.interop:load_deepeval",
     },
 }
 

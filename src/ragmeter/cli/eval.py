@@ -55,7 +55,7 @@ from ragmeter.store.sqlite import RunNotFoundError, RunStore
     type=int,
     envvar=env_var("samples"),
     show_envvar=True,
-    help="Evaluate a seeded random sample of N cases.",
+    help="Evaluate a seeded random sample of N cases per dataset.",
 )
 @shared("seed")
 @click.option(

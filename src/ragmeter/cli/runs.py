@@ -133,7 +133,7 @@ def show_command(
     help="'responses': JSONL replayable with --target replay:FILE; 'json': the run file; "
     "'trec-run' / 'trec-qrels': the retrieval as TREC files (for trec_eval or 'ragmeter trec'); "
     "'csv': one row a case and metric (value, status, reason); 'csv-wide': one row a case, "
-    "a column a metric.",
+    "a column a metric; 'ragas' / 'deepeval': JSONL rows in their dataset formats.",
 )
 @click.option(
     "--output", "-o", required=True, type=click.Path(dir_okay=False), help="File to write."

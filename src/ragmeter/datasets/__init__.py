@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ragmeter.datasets.corpus import detect_corpus_folder
 from ragmeter.datasets.problems import DatasetError, Problem
 from ragmeter.demo import DEMO_DATASET
 from ragmeter.models import Case
@@ -17,6 +18,10 @@ __all__ = [
     "resolve_dataset_path",
     "validate_dataset",
 ]
+
+
+# seed 002's datasets, loadable by bare name (``ragbench``) or from local files (``NAME:PATH``)
+NAMED_DATASETS = ("ragbench", "squad_v2", "hotpotqa", "msmarco", "qasper", "golden")
 
 
 def resolve_dataset_path(spec: str) -> Path:
@@ -37,8 +42,12 @@ def load_dataset(spec: str, field_map: dict[str, str] | None = None) -> list[Cas
         raise DatasetError([Problem(spec, None, None, f"cannot use this path: {exc}")]) from None
     if not exists:
         raise DatasetError([Problem(spec, None, None, "no such file or folder")])
-    if path.is_dir():
-        cases: list[Case] = registry.get("loaders", "labels")(path)
+    detected = detect_corpus_folder(path) if path.is_dir() else None
+    if detected is not None:  # a BEIR or Cranfield folder, recognised by its files
+        name, _, argument = detected.partition(":")
+        cases: list[Case] = registry.get("loaders", name)(argument)
+    elif path.is_dir():
+        cases = registry.get("loaders", "labels")(path)
     elif field_map or path.suffix.lower() == ".csv":
         if not field_map:
             raise DatasetError(
@@ -70,7 +79,8 @@ def load_dataset(spec: str, field_map: dict[str, str] | None = None) -> list[Cas
     if spec == "demo":
         for case in cases:
             case.dataset = "demo"
-    return _checked(cases, spec, path / "cases.jsonl" if path.is_dir() else path)
+    where = path / "cases.jsonl" if path.is_dir() and detected is None else path
+    return _checked(cases, spec, where)
 
 
 _FILE_LOADERS = {"jsonl", "yaml", "labels", "mapped"}
@@ -80,7 +90,9 @@ def _from_named_loader(spec: str, field_map: dict[str, str] | None) -> list[Case
     """The cases of ``NAME:ARG`` when NAME is a registered loader and ``spec`` is not itself an
     existing path; else None."""
     name, sep, argument = spec.partition(":")
-    if not sep or not name or name not in registry.names("loaders"):
+    if not sep and spec in NAMED_DATASETS:
+        name = spec  # a named dataset by bare name: the hub (or its default local file)
+    elif not sep or not name or name not in registry.names("loaders"):
         return None
     try:
         if Path(spec).exists():

@@ -11,7 +11,16 @@ from ragmeter.models import CaseResult, RunRecord
 from ragmeter.reports.json_report import run_document
 from ragmeter.store.sqlite import RunStore
 
-EXPORT_FORMATS = ("responses", "json", "trec-run", "trec-qrels", "csv", "csv-wide")
+EXPORT_FORMATS = (
+    "responses",
+    "json",
+    "trec-run",
+    "trec-qrels",
+    "csv",
+    "csv-wide",
+    "ragas",
+    "deepeval",
+)
 DEFAULT_FORMAT = "responses"
 
 
@@ -39,6 +48,10 @@ def export_run(path: Path, fmt: str, run_store: RunStore, record: RunRecord) -> 
 
         cases = run_store.get_cases(record.id)
         return write_csv(path, fmt, record, cases, results, run_store.get_scores(record.id))
+    if fmt in ("ragas", "deepeval"):
+        from ragmeter.datasets.interop import export_interop
+
+        return export_interop(path, fmt, run_store.get_cases(record.id), results)
     if fmt == "json":
         document = run_document(record, results, run_store.get_scores(record.id))
         path.write_text(json.dumps(document, indent=2), encoding="utf-8")

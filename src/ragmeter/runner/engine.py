@@ -109,10 +109,20 @@ def select_cases(cases: list[Case], config: EvalConfig) -> list[Case]:
 
 
 def sample_cases(cases: list[Case], samples: int | None, seed: int) -> list[Case]:
-    """A seeded random subset of ``samples`` cases, kept in dataset order."""
-    if samples is None or samples >= len(cases):
+    """A seeded random subset of ``samples`` cases **per dataset** (seed 002's
+    ``samples_per_dataset``), kept in dataset order."""
+    if samples is None:
         return cases
-    chosen = set(random.Random(seed).sample(range(len(cases)), samples))
+    by_dataset: dict[str | None, list[int]] = {}
+    for index, case in enumerate(cases):
+        by_dataset.setdefault(case.dataset, []).append(index)
+    chosen: set[int] = set()
+    for indices in by_dataset.values():
+        if samples >= len(indices):
+            chosen.update(indices)
+        else:
+            picks = random.Random(seed).sample(range(len(indices)), samples)
+            chosen.update(indices[i] for i in picks)
     return [case for i, case in enumerate(cases) if i in chosen]
 
 

@@ -98,8 +98,13 @@ def check_cases(config: EvalConfig, cases: list[Case], *, target_named: bool) ->
             f"no cases to evaluate in {', '.join(config.datasets)}: the dataset is empty"
             + (" or --samples left none" if config.samples else "")
         )
+    from ragmeter.datasets.corpus import corpus_of
+
     own_data = any(name != "demo" for name in config.datasets)
-    if own_data and not target_named and config.target.kind == "reference":
+    # a dataset that carries its corpus (cranfield:, beir:, trec:, hotpotqa:, ...) is answered
+    # by the reference pipeline over that corpus
+    carried = all(corpus_of(case) for case in cases)
+    if own_data and not target_named and config.target.kind == "reference" and not carried:
         raise InputError(
             "your dataset would be asked of the built-in reference pipeline over the bundled "
             "demo corpus, which cannot answer it; name your system with --target "

@@ -226,9 +226,7 @@ def _false_positive(
 
 
 def _checked(case: Case, response: Response, options: LeakOptions) -> dict[str, Finding]:
-    findings = {
-        c: f for c, f in detect(case, response, options).items() if isinstance(f, Finding)
-    }
+    findings = {c: f for c, f in detect(case, response, options).items() if isinstance(f, Finding)}
     if not findings:
         raise SkipScore("no leak category could be checked")
     return findings

@@ -92,9 +92,7 @@ def _grams(words: list[str]) -> set[tuple[str, ...]]:
 
 
 @lru_cache(maxsize=2048)
-def copying(
-    text: str, chunk_texts: tuple[str, ...], min_run_words: int = MIN_RUN_WORDS
-) -> Copying:
+def copying(text: str, chunk_texts: tuple[str, ...], min_run_words: int = MIN_RUN_WORDS) -> Copying:
     """The answer's word n-grams (casefolded ``\\w+`` words) found in a retrieved chunk, merged
     into runs; it leaks when a run has ``min_run_words`` words or more."""
     tokens = list(_WORD.finditer(text))
