@@ -110,7 +110,7 @@ def test_compare_shows_a_totals_change(tmp_path: Path) -> None:
 
     console = Console(width=200, record=True)
     console.print(comparison_table(compare_runs(*runs, resamples=500), show_all=True))
-    line = next(x for x in console.export_text().splitlines() if "correct" in x)
+    line = next(x for x in console.export_text().splitlines() if "correct ↑" in x)
     assert re.search(r"correct ↑\s+│\s+3\s+│\s+4\s+│\s+\+1\s+│", line), line
 
 

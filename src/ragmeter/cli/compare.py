@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -13,6 +13,9 @@ from ragmeter.cli.app import console, error_context, errors, main
 from ragmeter.cli.options import shared
 from ragmeter.errors import EXIT_GATE
 from ragmeter.store.sqlite import RunStore
+
+if TYPE_CHECKING:
+    from ragmeter.scoring.power import Correction
 
 
 @main.command("compare")
@@ -22,6 +25,14 @@ from ragmeter.store.sqlite import RunStore
 @click.option("--metric", "metrics", multiple=True, help="Compare only these metrics.")
 @shared("alpha")
 @shared("margin")
+@click.option(
+    "--correction",
+    type=click.Choice(["holm", "bh", "none"]),
+    default="holm",
+    show_default=True,
+    help="Correction of the gated metrics' p values for testing them together: Holm "
+    "(family-wise error), bh (Benjamini-Hochberg, false discovery rate) or none.",
+)
 @click.option(
     "--fail-on-regression", is_flag=True, help="Exit 4 if a candidate regressed on any metric."
 )
@@ -38,6 +49,7 @@ def compare_command(
     metrics: tuple[str, ...],
     alpha: float,
     margin: float,
+    correction: Correction,
     fail_on_regression: bool,
     gate_performance: bool,
     pareto: bool,
@@ -49,7 +61,9 @@ def compare_command(
     """Compare CANDIDATE runs with BASELINE case by case (run ids or run JSON files).
 
     Paired tests on the shared cases: exact McNemar for 0/1 metrics, sign-flip permutation
-    for the others; a regression is significantly worse by at least --margin.
+    for the others; the gated metrics' p values corrected together (--correction); a
+    regression is significantly worse, after the correction, by at least --margin. Each
+    metric's MDE is the smallest change the comparison could detect (power 0.8).
     """
     from ragmeter.reports.compare_console import (
         comparison_table,
@@ -75,6 +89,7 @@ def compare_command(
                     metrics=list(metrics) or None,
                     gate_performance=gate_performance,
                     seed=seed,
+                    correction=correction,
                 )
                 for other in others
             ]

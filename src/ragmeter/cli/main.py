@@ -5,6 +5,7 @@ from ragmeter.cli import (  # noqa: F401
     datasets,
     eval,
     index,
+    plan,
     plugins,
     report,
     runs,

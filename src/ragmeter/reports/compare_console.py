@@ -25,6 +25,11 @@ _VERDICT = {
     "not_paired": "[dim]unpaired[/dim]",
 }
 _TEST = {"mcnemar_exact": "McN", "sign_flip_permutation": "perm"}
+_CORRECTION = {
+    "holm": "Holm correction",
+    "bh": "Benjamini-Hochberg correction",
+    "none": "no correction",
+}
 
 
 def _number(value: float | None, digits: int = 3) -> str:
@@ -77,21 +82,26 @@ def comparison_table(comparison: Comparison, show_all: bool = False) -> Fit:
     title = (
         f"{inert(comparison.candidate)} vs baseline {inert(comparison.baseline)} "
         f"({comparison.n_shared_cases} shared cases, alpha {comparison.alpha}, "
-        f"margin {comparison.margin})"
+        f"margin {comparison.margin}, {_CORRECTION[comparison.correction]})"
     )
+    adjusted = f"p {comparison.correction}" if comparison.correction != "none" else "p adj"
     caption = (
         "paired Δ: mean of candidate - baseline over shared cases (for a total: the change "
         "in the total over them); effect: d_z (perm) or Δ (McNemar); McN: exact McNemar; "
-        "perm: sign-flip permutation; *: not gated"
+        f"perm: sign-flip permutation; {adjusted}: p corrected over the gated metrics, which "
+        f"the verdict reads; MDE: smallest change detectable at power {comparison.power:g} "
+        "(per case); *: not gated"
     )
     wide = Table(title=title, title_justify="left", caption=caption)
     wide.add_column("metric", no_wrap=True)
-    for column in ("base", "cand", "paired Δ", "95% CI", "effect", "p", "test"):
+    for column in ("base", "cand", "paired Δ", "95% CI", "effect", "p", adjusted, "MDE", "test"):
         wide.add_column(column, justify="right", no_wrap=True)
     wide.add_column("verdict", no_wrap=True)
     narrow = Table(title=title, title_justify="left", caption=caption)
     narrow.add_column("metric / verdict", no_wrap=True)
-    narrow.add_column("base → cand · paired Δ [95% CI] · effect · p (test)", ratio=1)
+    narrow.add_column(
+        f"base → cand · paired Δ [95% CI] · effect · p ({adjusted}; test) · MDE", ratio=1
+    )
     for row in comparison.rows:
         if not show_all and row.verdict in ("no_difference", "not_paired") and not row.delta:
             continue
@@ -105,13 +115,16 @@ def comparison_table(comparison: Comparison, show_all: bool = False) -> Fit:
             _interval(row),
             _number(row.effect_size, 2),
             _p_value(row.p_value),
+            _p_value(row.p_adjusted),
+            _number(row.mde),
             test,
             verdict,
         )
         numbers = (
             f"{_value(row, row.baseline)} → {_value(row, row.candidate)} · "
-            f"Δ {_paired(row)} [{_interval(row)}] · "
-            f"effect {_number(row.effect_size, 2)} · p {_p_value(row.p_value)} ({test})"
+            f"Δ {_paired(row)} [{_interval(row)}] · effect {_number(row.effect_size, 2)} · "
+            f"p {_p_value(row.p_value)} ({_p_value(row.p_adjusted)}; {test}) · "
+            f"MDE {_number(row.mde)}"
         )
         narrow.add_row(f"{_metric_label(row)}\n{verdict}", numbers)
     return Fit(wide, narrow)

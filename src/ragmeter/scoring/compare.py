@@ -22,6 +22,12 @@ baseline's there) and tests the difference with a stratified paired bootstrap
 cases for both runs; the interval is the resampled differences' percentile interval and the p
 value twice the smaller share of them on either side of 0. The labels come from either run
 (the store's score details, or the run file's ``labels``).
+
+Many metrics are compared at once, so the gated metrics' p values are corrected together
+(``correction``: Holm by default, Benjamini-Hochberg, or none; ``scoring.power``) and a verdict
+reads the corrected value (``p_adjusted``); an ungated metric keeps its own p value. Each row
+also gives the minimum detectable effect at the run's size (``mde``, at power 0.8 and the
+level the correction leaves a metric).
 """
 
 from __future__ import annotations
@@ -35,6 +41,13 @@ from pydantic import BaseModel, Field
 from ragmeter.errors import InputError
 from ragmeter.models import MetricSummary, RunRecord
 from ragmeter.runfile import RunFile
+from ragmeter.scoring.power import (
+    DEFAULT_POWER,
+    Correction,
+    adjust_p_values,
+    minimum_detectable_effect,
+    per_metric_level,
+)
 from ragmeter.scoring.roc import is_roc, paired_detector_difference
 from ragmeter.scoring.stats import (
     cohens_dz,
@@ -111,6 +124,14 @@ class MetricComparison(BaseModel):
     ci_high: float | None = None
     effect_size: float | None = None
     p_value: float | None = None
+    # the p value corrected with the other gated metrics' (the verdict reads it)
+    p_adjusted: float | None = None
+    # the smallest change the comparison would detect (power 0.8), in the metric's per-case
+    # units, and what its spread came from (paired differences, or the runs' own spreads)
+    mde: float | None = None
+    mde_basis: str | None = None
+    # the worsening that makes a significant change a regression
+    margin_needed: float | None = None
     pass_to_fail: list[str] = Field(default_factory=list)
     fail_to_pass: list[str] = Field(default_factory=list)
     verdict: Verdict = "no_difference"
@@ -124,6 +145,8 @@ class Comparison(BaseModel):
     alpha: float
     margin: float
     rows: list[MetricComparison]
+    correction: Correction = "none"
+    power: float = DEFAULT_POWER
 
     @property
     def regressions(self) -> list[MetricComparison]:
@@ -144,7 +167,10 @@ def compare_metric(
     resamples: int,
     seed: int,
     gated: bool,
+    level: float | None = None,
 ) -> MetricComparison:
+    """One metric's paired comparison; ``level``: the test level of its MDE (``alpha``)."""
+    level = alpha if level is None else level
     summary = cand.summary(name) or base.summary(name)
     assert summary is not None
     b_summary, c_summary = base.summary(name), cand.summary(name)
@@ -191,17 +217,30 @@ def compare_metric(
         row.kind, row.test = "continuous", "sign_flip_permutation"
         row.p_value = sign_flip_test(diffs, resamples, seed)
         row.effect_size = cohens_dz(diffs)
-    oriented = row.mean_diff if row.higher_is_better else -row.mean_diff
     kind, scale = summary.value_kind(), summary.value_scale()
     if kind in ("count", "duration", "cost", None) or scale is None:
-        needed = margin * abs(float(a.mean()))
+        row.margin_needed = margin * abs(float(a.mean()))
     else:  # a share of the scale: 0.02 of 0-1, 0.1 of 0-5
-        needed = margin * (scale[1] - scale[0])
-    if row.p_value < alpha and oriented > 0:
-        row.verdict = "better"
-    elif row.p_value < alpha and oriented < 0:
-        row.verdict = "regression" if gated and -oriented >= needed else "worse"
+        row.margin_needed = margin * (scale[1] - scale[0])
+    detectable = minimum_detectable_effect(a, b, level)
+    if detectable is not None:
+        row.mde, row.mde_basis = detectable.mde, detectable.basis
+    set_verdict(row, row.p_value, alpha)
     return row
+
+
+def set_verdict(row: MetricComparison, p_value: float | None, alpha: float) -> None:
+    """better / worse / regression (worse by the margin, on a gated metric) / no_difference,
+    from ``p_value`` (the corrected one when the metrics were corrected together)."""
+    if row.verdict == "not_paired" or p_value is None or row.mean_diff is None:
+        return
+    oriented = row.mean_diff if row.higher_is_better else -row.mean_diff
+    row.verdict = "no_difference"
+    if p_value < alpha and oriented > 0:
+        row.verdict = "better"
+    elif p_value < alpha and oriented < 0:
+        needed = row.margin_needed or 0.0
+        row.verdict = "regression" if row.gated and -oriented >= needed else "worse"
 
 
 def _compare_detector(
@@ -236,13 +275,10 @@ def _compare_detector(
     row.ci_low, row.ci_high = interval if interval else (None, None)
     row.kind, row.test = "continuous", "paired_stratified_bootstrap"
     row.effect_size = row.mean_diff
-    oriented = row.mean_diff if row.higher_is_better else -row.mean_diff
+    row.mde_basis = "run-level statistic"
     scale = summary.value_scale() or (0.0, 1.0)
-    needed = margin * (scale[1] - scale[0])
-    if row.p_value < alpha and oriented > 0:
-        row.verdict = "better"
-    elif row.p_value < alpha and oriented < 0:
-        row.verdict = "regression" if row.gated and -oriented >= needed else "worse"
+    row.margin_needed = margin * (scale[1] - scale[0])
+    set_verdict(row, row.p_value, alpha)
     return row
 
 
@@ -256,8 +292,10 @@ def compare_runs(
     gate_performance: bool = False,
     resamples: int = 10_000,
     seed: int = 0,
+    correction: Correction = "holm",
 ) -> Comparison:
-    """Compare every metric both runs summarised (or the chosen ``metrics``)."""
+    """Compare every metric both runs summarised (or the chosen ``metrics``), the gated
+    metrics' p values corrected together (``correction``)."""
     names = [s.name for s in (cand.record.scorecard.metrics if cand.record.scorecard else [])]
     common = [name for name in names if base.summary(name) is not None]
     if metrics:
@@ -267,11 +305,21 @@ def compare_runs(
                 f"metrics {unknown} are not in both runs; common metrics: {', '.join(common)}"
             )
         common = [name for name in common if name in metrics]
-    rows = []
+    gated_names = []
     for name in common:
         summary = cand.summary(name)
-        gated = gate_performance or (summary is not None and summary.group != "performance")
-        rows.append(compare_metric(name, base, cand, alpha, margin, resamples, seed, gated))
+        if gate_performance or (summary is not None and summary.group != "performance"):
+            gated_names.append(name)
+    level = per_metric_level(alpha, correction, len(gated_names))
+    rows = [
+        compare_metric(name, base, cand, alpha, margin, resamples, seed, name in gated_names, level)
+        for name in common
+    ]
+    tested = [(row, row.p_value) for row in rows if row.gated and row.p_value is not None]
+    adjusted = adjust_p_values([p for _, p in tested], correction)
+    for (row, _), p_adjusted in zip(tested, adjusted, strict=True):
+        row.p_adjusted = p_adjusted
+        set_verdict(row, p_adjusted, alpha)
     shared_cases: set[str] = set()
     for name in common:
         shared_cases |= set(base.values.get(name, {})) & set(cand.values.get(name, {}))
@@ -282,4 +330,5 @@ def compare_runs(
         alpha=alpha,
         margin=margin,
         rows=rows,
+        correction=correction,
     )
