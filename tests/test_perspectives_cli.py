@@ -249,7 +249,8 @@ def test_markdown_report_beside_the_run_file(tmp_path: Path) -> None:
     row = next(line for line in text.splitlines() if line.startswith("| ndcg\\_at\\_5 ↑"))
     assert f"{ndcg['value']:.3f}" in row
     assert f"{ndcg['ci_low']:.3f} - {ndcg['ci_high']:.3f}" in row
-    assert row.endswith(f"| {ndcg['n_scored']} | {ndcg['n_skipped']} | {ndcg['n_failed']} |")
+    counts = f"| {ndcg['n_scored']} | {ndcg['n_skipped']} | {ndcg['n_failed']} |"
+    assert row.endswith(f"{counts} {ndcg['coverage']:.0%} |")
     assert "| ndcg\\_at\\_5 | &gt; 0.6 |" in text  # the targets, under their perspective too
 
 
@@ -286,7 +287,7 @@ def test_markdown_renders_intervals_and_targets_and_is_inert() -> None:
         question_count=12,
         scorecard=Scorecard(
             metrics=[
-                _summary("recall_at_5", "retrieval", 0.75, ci_low=0.6, ci_high=0.9),
+                _summary("recall_at_5", "retrieval", 0.75, ci_low=0.6, ci_high=0.9, coverage=0.9),
                 _summary(
                     "latency_p95",
                     "performance",
@@ -310,8 +311,8 @@ def test_markdown_renders_intervals_and_targets_and_is_inert() -> None:
         ],
     )
     text = render_markdown(record)
-    assert "| recall\\_at\\_5 ↑ | 0.750 | 0.600 - 0.900 | 10 | 2 | 1 |" in text
-    assert "| latency\\_p95 ↓ | 812.5 ms | - | 10 | 2 | 1 |" in text
+    assert "| recall\\_at\\_5 ↑ | 0.750 | 0.600 - 0.900 | 10 | 2 | 1 | 90% |" in text
+    assert "| latency\\_p95 ↓ | 812.5 ms | - | 10 | 2 | 1 | - |" in text
     assert "| recall\\_at\\_5 | &gt; 0.7 | 0.750 | ✅ pass |" in text
     assert "| mrr | &gt; 0.5 | 0.400 | ❌ fail |" in text
     assert "not measured |" in text
@@ -319,7 +320,7 @@ def test_markdown_renders_intervals_and_targets_and_is_inert() -> None:
     assert "<script>" not in text and "`code`" not in text and "](http" not in text
     for line in text.splitlines():
         if line.startswith("|"):  # no cell is split by a pipe from the data
-            assert line.replace("\\|", "").count("|") in (5, 7), line
+            assert line.replace("\\|", "").count("|") in (5, 8), line
     assert md_text("a|b") == "a\\|b" and md_text("<b>") == "&lt;b&gt;"
     assert md_text("two\nlines") == "two lines"
 

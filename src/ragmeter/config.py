@@ -256,6 +256,13 @@ class EvalConfig(BaseModel):
     samples: int | None = Field(default=None, ge=1)
     seed: int = DEFAULT_SEED
     bootstrap_resamples: int = Field(default=1000, ge=0)
+    # gates under noise (docs/statistics.md): how a failed score enters an aggregate
+    # ("exclude": left out, the coverage shows it; "zero"; "worst": the scale's worst end),
+    # the coverage below which a target is not measured, and how many times each case is
+    # asked (per-case means feed the aggregates)
+    failed_as: Literal["exclude", "zero", "worst"] = "exclude"
+    coverage_floor: float = Field(default=0.9, ge=0, le=1)
+    repeats: int = Field(default=1, ge=1)
     breakdowns: list[str] = Field(default_factory=lambda: list(DEFAULT_BREAKDOWNS))
     # weighted score (seed 002): objective -> weight, objective -> feeds ("group:NAME" or a
     # metric name); None means the documented defaults (ragmeter.scoring.weighted)

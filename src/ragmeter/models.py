@@ -385,6 +385,13 @@ class MetricSummary(BaseModel):
     n_failed: int
     ci_low: float | None = None
     ci_high: float | None = None
+    # of the skipped, the cases whose target did not report what the metric reads
+    n_unreported: int = 0
+    # measured / applicable cases (measured, failed, or not reported); None: applies to none,
+    # or a run stored before coverage was kept
+    coverage: float | None = None
+    # how failed cases entered the value ("zero", "worst"); None: left out (coverage shows it)
+    failed_as: str | None = None
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -434,6 +441,11 @@ class TargetResult(BaseModel):
     status: TargetStatus
     perspective: str | None = None
     optional: bool = False
+    # why the verdict: a coverage under the floor, the interval bound or paired difference read
+    reason: str | None = None
+    # "point" (the value), "lower" / "upper" (the 95% interval's bound) or "non_inferior"
+    # (the paired difference with a baseline; threshold is the margin)
+    rule: str = "point"
 
 
 class RunRecord(BaseModel):

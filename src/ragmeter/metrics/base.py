@@ -133,6 +133,11 @@ def _is_unanswerable(case: Case, _: Response | None) -> bool:
     return not case.answerable
 
 
+# a skip whose reason starts so is a measurement the target did not make possible (it did not
+# report what the metric reads): it lowers the metric's coverage, unlike a case the metric does
+# not apply to ("case has no gold passages", "applies to unanswerable cases only")
+NOT_REPORTED = "target did not report"
+
 # input name -> (check, reason given when it does not hold)
 INPUTS: dict[str, tuple[Callable[[Case, Response | None], bool], str]] = {
     "reference_answer": (_has_reference, "case has no reference answer"),

@@ -27,6 +27,7 @@ from ragmeter.models import (
 )
 from ragmeter.reports.operational import operational_renderables
 from ragmeter.reports.terminal import inert, inert_text
+from ragmeter.scoring.targets import target_condition
 
 if TYPE_CHECKING:
     from ragmeter.metrics.base import Metric
@@ -109,8 +110,19 @@ def _failed(summary: MetricSummary) -> str:
     return f"[red]{summary.n_failed}[/red]" if summary.n_failed else "0"
 
 
+def coverage_note(summary: MetricSummary) -> str:
+    """`` cov 74%`` when the metric measured less than every case it applies to (failed or
+    not reported by the target), with how failed cases were counted; else nothing."""
+    note = ""
+    if summary.coverage is not None and summary.coverage < 1.0:
+        note = f" cov {summary.coverage:.0%}"
+    if summary.failed_as and summary.n_failed:
+        note += f" (failed as {summary.failed_as})"
+    return note
+
+
 def _counts(summary: MetricSummary) -> str:
-    return f"{summary.n_scored}/{summary.n_skipped}/{_failed(summary)}"
+    return f"{summary.n_scored}/{summary.n_skipped}/{_failed(summary)}{coverage_note(summary)}"
 
 
 def _value_and_interval(summary: MetricSummary) -> str:
@@ -129,7 +141,19 @@ def _value_and_interval(summary: MetricSummary) -> str:
     return f"{value}\n[dim]{interval}[/dim]"
 
 
-_COUNTS_CAPTION = "counts: n/skip/fail, the cases scored, skipped and failed"
+_COUNTS_CAPTION = (
+    "counts: n/skip/fail, the cases scored, skipped and failed; cov: measured share of the "
+    "cases a metric applies to"
+)
+
+
+def _coverage_cell(summary: MetricSummary) -> str:
+    if summary.coverage is None:
+        return "-"
+    text = f"{summary.coverage:.0%}"
+    if summary.failed_as and summary.n_failed:
+        text += f" ({summary.failed_as})"
+    return f"[yellow]{text}[/yellow]" if summary.coverage < 1.0 else text
 
 
 def scorecard_table(record: RunRecord) -> Fit:
@@ -139,7 +163,7 @@ def scorecard_table(record: RunRecord) -> Fit:
     wide.add_column("metric", no_wrap=True)
     wide.add_column("value", justify="right", no_wrap=True)
     wide.add_column("95% CI", justify="right", no_wrap=True)
-    for column in ("n", "skip", "fail"):
+    for column in ("n", "skip", "fail", "cov"):
         wide.add_column(column, justify="right", no_wrap=True, min_width=4)
     narrow = Table(title=title, title_justify="left", caption=_COUNTS_CAPTION)
     narrow.add_column("metric", no_wrap=True)
@@ -162,6 +186,7 @@ def scorecard_table(record: RunRecord) -> Fit:
                 str(summary.n_scored),
                 str(summary.n_skipped),
                 _failed(summary),
+                _coverage_cell(summary),
             )
             narrow.add_row(label, _value_and_interval(summary), _counts(summary))
     return Fit(wide, narrow)
@@ -186,7 +211,7 @@ def breakdown_table(
     wide.add_column("metric", no_wrap=True)
     wide.add_column("value", justify="right", no_wrap=True)
     wide.add_column("95% CI", justify="right", no_wrap=True)
-    for column in ("n", "skip", "fail"):
+    for column in ("n", "skip", "fail", "cov"):
         wide.add_column(column, justify="right", no_wrap=True, min_width=4)
     narrow = Table(title=title, title_justify="left", caption=_COUNTS_CAPTION)
     narrow.add_column("group", overflow="fold")
@@ -251,11 +276,13 @@ def targets_table(results: list[TargetResult], scorecard: Scorecard | None = Non
             result.status, "dim" if result.optional else "red"
         )
         status = result.status.replace("_", " ")
+        if result.reason:
+            status += f": {inert(result.reason)}"
         if result.optional and result.status == "not_measured":
             status += " (optional)"
         table.add_row(
             inert(result.metric),
-            f"{inert(result.op)} {result.threshold:g}",
+            inert(target_condition(result)),
             target_value(result, scorecard),
             f"[{colour}]{status}[/]",
         )

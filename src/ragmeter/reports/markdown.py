@@ -15,6 +15,7 @@ from pathlib import Path
 from ragmeter.models import MetricSummary, RunRecord, Scorecard, TargetResult
 from ragmeter.reports.console import format_value, target_value
 from ragmeter.reports.perspectives import by_perspective, target_perspective
+from ragmeter.scoring.targets import target_condition
 
 __all__ = ["markdown_path", "md_text", "render_markdown", "write_markdown"]
 
@@ -36,15 +37,18 @@ def _interval(summary: MetricSummary) -> str:
 
 def _metric_rows(summaries: list[MetricSummary]) -> list[str]:
     rows = [
-        "| metric | value | 95% CI | n | skip | fail |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| metric | value | 95% CI | n | skip | fail | coverage |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for summary in summaries:
         arrow = "↑" if summary.higher_is_better else "↓"
+        coverage = "-" if summary.coverage is None else f"{summary.coverage:.0%}"
+        if summary.failed_as and summary.n_failed:
+            coverage += f" (failed as {summary.failed_as})"
         rows.append(
             f"| {md_text(summary.name)} {arrow} | {md_text(format_value(summary, summary.value))}"
             f" | {md_text(_interval(summary))} | {summary.n_scored} | {summary.n_skipped} "
-            f"| {summary.n_failed} |"
+            f"| {summary.n_failed} | {md_text(coverage)} |"
         )
     return rows
 
@@ -53,10 +57,12 @@ def _target_rows(results: list[TargetResult], scorecard: Scorecard | None) -> li
     rows = ["| metric | target | value | status |", "|---|---|---:|---|"]
     for result in results:
         status = {"pass": "✅ pass", "fail": "❌ fail"}.get(result.status, "not measured")
+        if result.reason:
+            status += f": {md_text(result.reason)}"
         if result.optional and result.status == "not_measured":
             status += " (optional)"
         value = md_text(target_value(result, scorecard))
-        condition = md_text(f"{result.op} {result.threshold:g}")
+        condition = md_text(target_condition(result))
         rows.append(f"| {md_text(result.metric)} | {condition} | {value} | {status} |")
     return rows
 

@@ -48,6 +48,7 @@ def breakdown_groups(
         [field],
         config.bootstrap_resamples,
         config.seed,
+        config.failed_as,
     )
     return computed[field]
 

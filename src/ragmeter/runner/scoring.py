@@ -198,7 +198,13 @@ def score_run(
     priced = apply_prices(results, config.prices)
     scores = score_results(cases, results, metrics, stop)
     scorecard, breakdowns = aggregate_with_breakdowns(
-        scores, metrics, cases, config.breakdowns, config.bootstrap_resamples, config.seed
+        scores,
+        metrics,
+        cases,
+        config.breakdowns,
+        config.bootstrap_resamples,
+        config.seed,
+        config.failed_as,
     )
     extras = RunRecord(
         id=run_id,
@@ -221,6 +227,7 @@ def score_run(
                 config.perspectives,
                 {metric.name: metric.group for metric in metrics},
             ),
+            config.coverage_floor,
         ),
         performance=performance_summary(results, priced, cases),
     )

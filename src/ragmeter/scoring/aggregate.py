@@ -118,12 +118,15 @@ def aggregate_with_breakdowns(
     fields: list[str] | tuple[str, ...] = (),
     resamples: int = 1000,
     seed: int = 0,
+    failed_as: str = "exclude",
 ) -> tuple[Scorecard, Breakdowns]:
     """The scorecard and, for every field, the scorecard of every group of cases; all from one
-    joint bootstrap (see ``ragmeter.scoring.bootstrap``)."""
+    joint bootstrap (see ``ragmeter.scoring.bootstrap``). ``failed_as`` (exclude, zero,
+    worst): how failed cases enter the values (``ScoreTable.count_failed_as``)."""
     ordered = _ordered(metrics)
     case_ids = [case.case_id for case in cases] if cases is not None else None
     table = ScoreTable.from_scores(scores, [m.name for m in ordered], case_ids)
+    table.count_failed_as(ordered, failed_as)
     partitions = [Partition.whole(len(table.case_ids))]
     if fields:
         if cases is None:

@@ -128,6 +128,13 @@ def summarize(
     )
 
 
+def _coverage(measured: float, missed: float) -> float | None:
+    """Measured cases over the cases the metric applies to (measured, failed, or skipped
+    because the target did not report what it reads); None when it applies to none."""
+    applicable = measured + missed
+    return round(float(measured / applicable), 6) if applicable else None
+
+
 @dataclass
 class _Detector:
     """Run-level detector statistics of one group: value and stratified-bootstrap interval."""
@@ -204,8 +211,10 @@ def _summaries(
     for p, partition in enumerate(partitions):
         idx, bounds = partition.rows, partition.bounds
         n_ok = _reduce(ok[idx].astype(np.float64), bounds)
-        n_skip = _reduce((status[idx] == 1).astype(np.float64), bounds)
+        n_skip = _reduce(np.isin(status[idx], (1, 4)).astype(np.float64), bounds)
         n_fail = _reduce((status[idx] == 2).astype(np.float64), bounds)
+        n_unreported = _reduce((status[idx] == 4).astype(np.float64), bounds)
+        n_measured = _reduce((status[idx] == 0).astype(np.float64), bounds)
         sums = _reduce(filled[idx], bounds)
         lows = _reduce(values[idx], bounds, np.fmin)
         highs = _reduce(values[idx], bounds, np.fmax)
@@ -262,6 +271,9 @@ def _summaries(
                         n_scored=n,
                         n_skipped=int(n_skip[g, j]),
                         n_failed=int(n_fail[g, j]),
+                        n_unreported=int(n_unreported[g, j]),
+                        coverage=_coverage(n_measured[g, j], n_fail[g, j] + n_unreported[g, j]),
+                        failed_as=table.failed_as.get(metric.name),
                         ci_low=interval[0] if interval else None,
                         ci_high=interval[1] if interval else None,
                     )

@@ -5,6 +5,15 @@ fails on it unless the target is optional, so a run where every case failed cann
 Targets are written as ``{metric: "> 0.6"}`` or as a list of ``"metric > 0.6"`` strings or
 ``{metric, op, value, optional}`` mappings; operators are ``>``, ``>=``, ``<``, ``<=``; a
 condition ending in ``optional`` (``"> 0.85 optional"``) marks the target optional.
+
+Gate rules on intervals (issue 19): ``"> 0.8 @ lower"`` asks the 95% interval's lower bound to
+clear the threshold (``@ upper`` the upper bound, for ``<`` / ``<=``), so a target passes on
+what the data supports, not on a lucky point estimate; ``"non_inferior(margin=0.02)"`` (or the
+list item ``"non_inferior(faithfulness, margin=0.02)"``) passes when the candidate is not worse
+than a baseline by the margin: the paired difference's interval, oriented so that higher is
+better, has its lower bound above ``-margin``. It needs a baseline (``eval --baseline``);
+without one it is not measured. A metric measured on less than the coverage floor of the cases
+it applies to is not measured whatever the rule.
 """
 
 from __future__ import annotations
@@ -14,10 +23,13 @@ import operator
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragmeter.errors import InputError
 from ragmeter.models import Scorecard, TargetResult
+
+if TYPE_CHECKING:
+    from ragmeter.scoring.compare import Comparison, MetricComparison
 
 _OPS: dict[str, Callable[[float, float], bool]] = {
     ">": operator.gt,
@@ -26,7 +38,12 @@ _OPS: dict[str, Callable[[float, float], bool]] = {
     "<=": operator.le,
 }
 _EXPRESSION = re.compile(
-    r"^\s*(>=|<=|>|<)\s*([-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?)\s*(optional)?\s*$"
+    r"^\s*(>=|<=|>|<)\s*([-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?)\s*"
+    r"(?:@\s*(lower|upper)\s*)?(optional)?\s*$"
+)
+_NON_INFERIOR = re.compile(
+    r"^\s*non_inferior\(\s*(?:(?P<metric>[\w.\-]+)\s*,\s*)?margin\s*=\s*"
+    r"(?P<margin>\d+(\.\d*)?|\.\d+)\s*\)\s*(?P<optional>optional)?\s*$"
 )
 
 
@@ -37,6 +54,9 @@ class Target:
     threshold: float
     perspective: str | None = None
     optional: bool = False
+    # what is compared: the value ("point"), the interval's "lower" or "upper" bound, or the
+    # paired difference with a baseline ("non_inferior", threshold = the margin)
+    rule: str = "point"
 
 
 # seed 003's table. The safety and pipeline targets are optional: a run whose dataset labels no
@@ -59,16 +79,33 @@ class TargetSpecError(InputError):
 
 
 def parse_condition(metric: str, condition: str) -> Target:
+    inferior = _NON_INFERIOR.match(str(condition))
+    if inferior is not None:
+        named = inferior.group("metric")
+        if named is not None and named != metric:
+            raise TargetSpecError(f"target {metric!r}: non_inferior names another metric {named!r}")
+        return Target(
+            metric,
+            "non_inferior",
+            float(inferior.group("margin")),
+            optional=inferior.group("optional") is not None,
+            rule="non_inferior",
+        )
     match = _EXPRESSION.match(str(condition))
     if match is None:
         raise TargetSpecError(
-            f"target {metric!r}: cannot read {condition!r}; write e.g. '> 0.6', '<= 0.2' or "
-            "'> 0.6 optional'"
+            f"target {metric!r}: cannot read {condition!r}; write e.g. '> 0.6', '<= 0.2', "
+            "'> 0.6 optional', '>= 0.8 @ lower' or 'non_inferior(margin=0.02)'"
         )
     threshold = float(match.group(2))
     if not math.isfinite(threshold):
         raise TargetSpecError(f"target {metric!r}: the threshold must be a finite number")
-    return Target(metric, match.group(1), threshold, optional=match.group(6) is not None)
+    op, bound = match.group(1), match.group(6)
+    if bound == "lower" and op not in (">", ">="):
+        raise TargetSpecError(f"target {metric!r}: '@ lower' goes with > or >= (use '@ upper')")
+    if bound == "upper" and op not in ("<", "<="):
+        raise TargetSpecError(f"target {metric!r}: '@ upper' goes with < or <= (use '@ lower')")
+    return Target(metric, op, threshold, optional=match.group(7) is not None, rule=bound or "point")
 
 
 def parse_targets(spec: dict[str, Any] | list[Any] | None) -> list[Target]:
@@ -79,7 +116,13 @@ def parse_targets(spec: dict[str, Any] | list[Any] | None) -> list[Target]:
         return [parse_condition(str(metric), str(condition)) for metric, condition in spec.items()]
     targets: list[Target] = []
     for position, item in enumerate(spec, start=1):
-        if isinstance(item, str):
+        if isinstance(item, str) and (inferior := _NON_INFERIOR.match(item)) is not None:
+            if inferior.group("metric") is None:
+                raise TargetSpecError(
+                    f"target #{position}: name the metric: non_inferior(METRIC, margin=0.02)"
+                )
+            targets.append(parse_condition(inferior.group("metric"), item))
+        elif isinstance(item, str):
             metric, _, condition = item.strip().partition(" ")
             if not condition:
                 raise TargetSpecError(
@@ -104,13 +147,39 @@ def parse_targets(spec: dict[str, Any] | list[Any] | None) -> list[Target]:
     return targets
 
 
-def check_targets(scorecard: Scorecard | None, targets: list[Target]) -> list[TargetResult]:
+def check_targets(
+    scorecard: Scorecard | None,
+    targets: list[Target],
+    coverage_floor: float = 0.0,
+    comparison: Comparison | None = None,
+) -> list[TargetResult]:
+    """Each target's verdict: pass / fail, or not measured when its metric has no value, was
+    measured on less than ``coverage_floor`` of the cases it applies to (a pass there could
+    come from the failures left out), has no interval for an interval rule, or (non_inferior)
+    has no baseline ``comparison``. ``reason`` says why, for every rule but the plain one."""
+    rows = {row.metric: row for row in comparison.rows} if comparison is not None else {}
     results: list[TargetResult] = []
     for target in targets:
         summary = scorecard.get(target.metric) if scorecard is not None else None
         value = summary.value if summary is not None else None
-        if value is None:
-            status = "not_measured"
+        coverage = summary.coverage if summary is not None else None
+        status, reason = "not_measured", None
+        if value is None or summary is None:
+            pass
+        elif coverage is not None and coverage < coverage_floor:
+            reason = f"coverage {coverage:.2f} < {coverage_floor:.2f}"
+        elif target.rule == "non_inferior":
+            status, reason = _non_inferior(target, rows.get(target.metric), comparison)
+        elif target.rule in ("lower", "upper"):
+            bound = summary.ci_low if target.rule == "lower" else summary.ci_high
+            if bound is None:
+                reason = f"no interval for the {target.rule} bound (fewer than 2 cases)"
+            else:
+                holds = _OPS[target.op](bound, target.threshold)
+                status = "pass" if holds else "fail"
+                reason = f"{target.rule} bound {bound:.4g} {target.op} {target.threshold:g}" + (
+                    "" if holds else ": no"
+                )
         else:
             status = "pass" if _OPS[target.op](value, target.threshold) else "fail"
         results.append(
@@ -122,9 +191,38 @@ def check_targets(scorecard: Scorecard | None, targets: list[Target]) -> list[Ta
                 status=status,
                 perspective=target.perspective,
                 optional=target.optional,
+                reason=reason,
+                rule=target.rule,
             )
         )
     return results
+
+
+def target_condition(result: TargetResult) -> str:
+    """The target as written: ``> 0.8``, ``>= 0.8 @ lower``, ``non_inferior(margin=0.02)``."""
+    if result.rule == "non_inferior":
+        return f"non_inferior(margin={result.threshold:g})"
+    bound = f" @ {result.rule}" if result.rule in ("lower", "upper") else ""
+    return f"{result.op} {result.threshold:g}{bound}"
+
+
+def _non_inferior(
+    target: Target, row: MetricComparison | None, comparison: Comparison | None
+) -> tuple[str, str]:
+    if comparison is None:
+        return "not_measured", "non_inferior needs a baseline (eval --baseline RUN)"
+    if row is None or row.ci_low is None or row.ci_high is None:
+        return "not_measured", f"no paired interval against baseline {comparison.baseline}"
+    # oriented so that higher is better: the worst end of the paired difference's interval
+    bound = row.ci_low if row.higher_is_better else row.ci_high
+    worst = bound if row.higher_is_better else -bound
+    holds = worst > -target.threshold
+    word = "lower" if row.higher_is_better else "upper"
+    reason = (
+        f"paired difference vs {comparison.baseline}: {word} bound {bound:+.4g} "
+        f"{'within' if holds else 'beyond'} the margin {target.threshold:g}"
+    )
+    return ("pass" if holds else "fail"), reason
 
 
 def failed(results: list[TargetResult]) -> list[TargetResult]:

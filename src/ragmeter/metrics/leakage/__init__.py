@@ -119,7 +119,7 @@ def _verbatim(case: Case, response: Response, options: LeakOptions) -> Finding:
     _need_retrieved(response)
     texts = tuple(chunk.text for chunk in response.retrieved if chunk.text)
     if not texts:
-        raise SkipScore("the retrieved chunks carry no text")
+        raise SkipScore("target did not report the retrieved chunks' text")
     found = copying(response.answer, texts, options.verbatim_min_words)
     extra = (
         ("longest_run_words", found.longest_run),
