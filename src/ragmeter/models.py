@@ -392,6 +392,11 @@ class MetricSummary(BaseModel):
     coverage: float | None = None
     # how failed cases entered the value ("zero", "worst"); None: left out (coverage shows it)
     failed_as: str | None = None
+    # a run with repeats (--repeats N): answers per case, the variance of a case's repeats
+    # (system or judge noise, averaged over cases) and of the per-case means (between cases)
+    repeats: int | None = None
+    within_case_var: float | None = None
+    between_case_var: float | None = None
 
     @computed_field  # type: ignore[prop-decorator]
     @property

@@ -11,6 +11,7 @@ more requests and every later call fails at once with the last error, until the 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from ragmeter.judges.cache import CallRecord, JudgeStore, cache_key
 from ragmeter.judges.cost import Budget, Price, call_cost
 from ragmeter.judges.templates import Prompt, load_prompt, render
 from ragmeter.redaction import redact_text
+from ragmeter.scoring.repeats import repeat_number
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -197,6 +199,9 @@ class JudgeSession:
     ) -> JudgeReply:
         model, params = self.judge.model, self.judge.params
         key = cache_key(model, prompt.version, messages, params, schema, max_tokens)
+        repeat = repeat_number(case_id) if case_id is not None else 1
+        if repeat > 1:  # --repeats: the same question asked again is judged again
+            key = hashlib.sha256(f"{key}#repeat{repeat}".encode()).hexdigest()
         record = CallRecord(
             cache_key=key,
             purpose=prompt.name.rsplit(".", 1)[0] + suffix,

@@ -421,6 +421,28 @@ def metrics_table(rows: Sequence[tuple[str, Metric]]) -> Fit:
     return Fit(wide, narrow)
 
 
+def repeats_table(record: RunRecord) -> Table | None:
+    """A run with repeats: each metric's variance within a case (between its repeats: the
+    system's or the judge's own noise) against between cases, and the within share."""
+    summaries = [
+        s
+        for s in (record.scorecard.metrics if record.scorecard is not None else [])
+        if s.repeats and s.within_case_var is not None and s.between_case_var is not None
+    ]
+    if not summaries:
+        return None
+    title = f"Repeats: {summaries[0].repeats} answers per case (intervals resample cases)"
+    table = Table(title=title, title_justify="left")
+    table.add_column("metric", no_wrap=True)
+    for column in ("within-case var", "between-case var", "within share"):
+        table.add_column(column, justify="right", no_wrap=True)
+    for summary in summaries:
+        within, between = summary.within_case_var or 0.0, summary.between_case_var or 0.0
+        share = within / (within + between) if within + between > 0 else 0.0
+        table.add_row(inert(summary.name), f"{within:.4g}", f"{between:.4g}", f"{share:.0%}")
+    return table
+
+
 def print_run(record: RunRecord, console: Console) -> None:
     console.print(scorecard_table(record))
     if record.weighted_score is not None:
@@ -435,6 +457,9 @@ def print_run(record: RunRecord, console: Console) -> None:
         console.print(cost)
     for renderable in operational_renderables(record):
         console.print(renderable)
+    noise = repeats_table(record)
+    if noise is not None:
+        console.print(noise)
     if record.judge_reliability:
         console.print(reliability_line(record.judge_reliability))
     console.print(

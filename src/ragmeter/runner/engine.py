@@ -37,6 +37,7 @@ from ragmeter.runner.scoring import (
     score_run,
 )
 from ragmeter.runner.selection import for_perspectives, smoke_cases
+from ragmeter.scoring.repeats import expand_repeats
 from ragmeter.store.sqlite import RunStore
 from ragmeter.targets import Target, TargetError, build_target
 from ragmeter.targets.index_stats import fetch_index_stats
@@ -102,10 +103,11 @@ def write_run_file(run_file: RunFile, config: EvalConfig) -> Path:
 
 
 def select_cases(cases: list[Case], config: EvalConfig) -> list[Case]:
-    """The cases a run asks: the smoke suite's subset (``suite: smoke``), then ``samples``."""
+    """The cases a run asks: the smoke suite's subset (``suite: smoke``), then ``samples``,
+    then each case ``repeats`` times (``scoring.repeats``)."""
     if config.suite == "smoke":
         cases = smoke_cases(cases, config.seed)
-    return sample_cases(cases, config.samples, config.seed)
+    return expand_repeats(sample_cases(cases, config.samples, config.seed), config.repeats)
 
 
 def sample_cases(cases: list[Case], samples: int | None, seed: int) -> list[Case]:

@@ -13,6 +13,7 @@ from ragmeter.metrics.base import GROUPS, Metric
 from ragmeter.models import Case, MetricSummary, Score, Scorecard
 from ragmeter.scoring.bootstrap import Partition, summarize
 from ragmeter.scoring.breakdowns import labels_by_case
+from ragmeter.scoring.repeats import REPEAT_KEY, base_ids, collapse, first_answers
 from ragmeter.scoring.roc import is_roc
 from ragmeter.scoring.table import ScoreTable
 
@@ -127,6 +128,13 @@ def aggregate_with_breakdowns(
     case_ids = [case.case_id for case in cases] if cases is not None else None
     table = ScoreTable.from_scores(scores, [m.name for m in ordered], case_ids)
     table.count_failed_as(ordered, failed_as)
+    collapsed = None
+    if cases is not None and any(case.metadata.get(REPEAT_KEY) for case in cases):
+        collapsed = collapse(table.case_ids, table.values, table.status, base_ids(cases))
+        table = ScoreTable(
+            collapsed.case_ids, table.metrics, collapsed.values, collapsed.status, table.failed_as
+        )
+        cases = first_answers(cases)
     partitions = [Partition.whole(len(table.case_ids))]
     if fields:
         if cases is None:
@@ -138,7 +146,18 @@ def aggregate_with_breakdowns(
         partition.field: dict(zip(partition.labels, groups, strict=True))
         for partition, groups in zip(partitions[1:], results[1:], strict=True)
     }
-    return _scorecard(results[0][0]), breakdowns
+    summaries = results[0][0]
+    if collapsed is not None:
+        for summary in summaries:
+            j = table.metrics.index(summary.name)
+            summary.repeats = collapsed.repeats
+            summary.within_case_var = _finite(collapsed.within[j])
+            summary.between_case_var = _finite(collapsed.between[j])
+    return _scorecard(summaries), breakdowns
+
+
+def _finite(value: float) -> float | None:
+    return None if np.isnan(value) else round(float(value), 8)
 
 
 def aggregate_scores(

@@ -48,6 +48,7 @@ from ragmeter.scoring.power import (
     minimum_detectable_effect,
     per_metric_level,
 )
+from ragmeter.scoring.repeats import REPEAT_SEPARATOR, mean_by_case, repeat_number
 from ragmeter.scoring.roc import is_roc, paired_detector_difference
 from ragmeter.scoring.stats import (
     cohens_dz,
@@ -70,7 +71,8 @@ class RunScores:
         labels: dict[str, dict[str, bool]] | None = None,
     ) -> None:
         self.record = record
-        self.values = values
+        # a run with repeats: each case's repeats averaged, so cases (not answers) are paired
+        self.values = {name: _by_case(cases) for name, cases in values.items()}
         # detector metrics: metric -> case id -> label (true: a positive)
         self.labels = labels or {}
 
@@ -103,6 +105,16 @@ class RunScores:
     def summary(self, metric: str) -> MetricSummary | None:
         card = self.record.scorecard
         return card.get(metric) if card is not None else None
+
+
+def _by_case(values: dict[str, float]) -> dict[str, float]:
+    if not any(repeat_number(case_id) > 1 for case_id in values):
+        return values
+    base_of = {
+        case_id: case_id.rpartition(REPEAT_SEPARATOR)[0] if repeat_number(case_id) > 1 else case_id
+        for case_id in values
+    }
+    return mean_by_case(values, base_of)
 
 
 class MetricComparison(BaseModel):
