@@ -4,6 +4,7 @@ from ragmeter.cli import (  # noqa: F401
     compare,
     datasets,
     eval,
+    generate,
     index,
     plan,
     plugins,

@@ -1,0 +1,385 @@
+"""The generation loop: plan, ask, check, deduplicate, validate, keep.
+
+For each kind the loop asks for as many cases as it still needs, in rounds, until the kind
+has its share, its attempts run out (:data:`ATTEMPTS_PER_CASE` per case asked) or its
+candidate chunks do. One attempt is:
+
+1. the generation call (``generate_KIND.v1``) over the attempt's chunks; the judge session
+   validates the JSON with the kind's pydantic model and :func:`~ragmeter.generate.kinds.
+   check_reply`, asks for one repair of a malformed reply, and a second malformed reply skips
+   the attempt with its reason;
+2. the near-duplicate rule (:mod:`ragmeter.generate.dedup`) against the questions kept so far;
+3. the validation call (``validate_case.v1``): an answerable case is kept only when the judge,
+   shown only its gold passages and the reference answer, says they answer the question; an
+   unanswerable case only when the judge, shown the chunks the reference pipeline
+   retrieves for it (and the chunk it was written from), says they do not answer it.
+
+Attempts of one round are asked concurrently (the session's ``concurrency``), then
+deduplicated and kept in the seeded plan order, so a run is reproducible.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ragmeter.generate.dedup import Deduper
+from ragmeter.generate.kinds import (
+    PROMPTS,
+    VALIDATE_PROMPT,
+    CaseCheck,
+    Unanswerable,
+    _Out,
+    allocate,
+    build_case,
+    check_reply,
+)
+from ragmeter.generate.plan import Corpus, candidates
+from ragmeter.judges.cost import BudgetReachedError
+from ragmeter.judges.session import JudgeFailure, JudgeSession, Verdict
+from ragmeter.models import Case
+from ragmeter.targets.reference.chunking import Chunk
+
+ATTEMPTS_PER_CASE = 2  # generation attempts per case asked, at most
+NEAREST_K = 3  # chunks shown when validating an unanswerable case
+MAX_CONTEXT_CHARS = 1500  # each passage shown to the judge is cut to this many characters
+
+# rejection reasons (the summary counts them per kind)
+MALFORMED = "malformed reply"
+DUPLICATE = "near-duplicate question"
+NOT_CONFIRMED = "not confirmed by validation"
+VALIDATION_MALFORMED = "malformed validation reply"
+JUDGE_ERROR = "judge error"
+
+
+@dataclass(frozen=True)
+class Options:
+    n: int
+    kinds: tuple[str, ...]
+    seed: int = 0
+    dataset: str = "generated"
+    attempts_per_case: int = ATTEMPTS_PER_CASE
+    nearest_k: int = NEAREST_K
+    max_context_chars: int = MAX_CONTEXT_CHARS
+
+
+@dataclass
+class Rejection:
+    kind: str
+    reason: str  # one of the reasons above
+    detail: str
+    chunks: list[str]
+    question: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "reason": self.reason,
+            "detail": self.detail,
+            "chunks": self.chunks,
+            "question": self.question,
+        }
+
+
+@dataclass
+class KindCount:
+    asked: int
+    attempts: int = 0
+    kept: int = 0
+    rejected: Counter[str] = field(default_factory=Counter)
+    exhausted: bool = False  # no candidate chunk left
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "asked": self.asked,
+            "attempts": self.attempts,
+            "kept": self.kept,
+            "rejected": dict(self.rejected),
+            "out_of_chunks": self.exhausted,
+        }
+
+
+@dataclass
+class Summary:
+    asked: int
+    kinds: dict[str, KindCount]
+    judge_model: str
+    rejections: list[Rejection] = field(default_factory=list)
+    stopped: str | None = None  # why the loop stopped early (budget, judge down)
+    requests: int = 0
+    cache_hits: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = None  # None: the judge's price is unknown
+    output: str | None = None
+
+    @property
+    def kept(self) -> int:
+        return sum(count.kept for count in self.kinds.values())
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "asked": self.asked,
+            "kept": self.kept,
+            "kinds": {kind: count.as_dict() for kind, count in self.kinds.items()},
+            "rejections": [r.as_dict() for r in self.rejections],
+            "stopped": self.stopped,
+            "judge": {
+                "model": self.judge_model,
+                "requests": self.requests,
+                "cache_hits": self.cache_hits,
+                "prompt_tokens": self.prompt_tokens,
+                "completion_tokens": self.completion_tokens,
+                "cost_usd": self.cost_usd,
+            },
+            "output": self.output,
+        }
+
+
+@dataclass
+class _Attempt:
+    kind: str
+    seq: int
+    chunks: tuple[Chunk, ...]
+
+    @property
+    def key(self) -> str:
+        return f"generate:{self.kind}:{self.seq}"
+
+    @property
+    def chunk_ids(self) -> list[str]:
+        return [chunk.chunk_id for chunk in self.chunks]
+
+
+class _Stop(Exception):
+    pass
+
+
+class Generator:
+    """One generation run over ``corpus`` with ``session``'s judge."""
+
+    def __init__(self, corpus: Corpus, session: JudgeSession, options: Options) -> None:
+        self.corpus = corpus
+        self.session = session
+        self.options = options
+        quotas = allocate(options.n, options.kinds)
+        self.summary = Summary(
+            asked=options.n,
+            kinds={kind: KindCount(asked=quotas[kind]) for kind in options.kinds},
+            judge_model=session.judge.model,
+        )
+        self.pools: dict[str, Iterator[tuple[Chunk, ...]]] = {
+            kind: candidates(corpus, kind, options.seed) for kind in options.kinds
+        }
+        self.dedup = Deduper()
+        self.kept: dict[str, list[Case]] = {kind: [] for kind in options.kinds}
+        self._seq = 0
+
+    def _text(self, chunk: Chunk) -> str:
+        heading = f"{chunk.heading_path}\n\n" if chunk.heading_path else ""
+        return f"{heading}{chunk.text}"[: self.options.max_context_chars]
+
+    def _reject(self, attempt: _Attempt, reason: str, detail: str, question: str | None) -> None:
+        self.summary.kinds[attempt.kind].rejected[reason] += 1
+        self.summary.rejections.append(
+            Rejection(attempt.kind, reason, detail, attempt.chunk_ids, question)
+        )
+
+    def _next_round(self) -> list[_Attempt]:
+        batch: list[_Attempt] = []
+        for kind, count in self.summary.kinds.items():
+            limit = count.asked * self.options.attempts_per_case
+            need = min(count.asked - count.kept, limit - count.attempts)
+            for _ in range(max(need, 0) if count.asked else 0):
+                chunks = next(self.pools[kind], None)
+                if chunks is None:
+                    count.exhausted = True
+                    break
+                self._seq += 1
+                count.attempts += 1
+                batch.append(_Attempt(kind, self._seq, chunks))
+        return batch
+
+    async def run(self) -> list[Case]:
+        """Generate; the kept cases in kind order (every kind's cases in plan order)."""
+        try:
+            while not self.summary.stopped:
+                batch = self._next_round()
+                if not batch:
+                    break
+                await self._round(batch)
+        finally:
+            budget = self.session.budget
+            self.summary.requests = self.session.requests
+            self.summary.cache_hits = self.session.cache_hits
+            self.summary.prompt_tokens = budget.prompt_tokens
+            self.summary.completion_tokens = budget.completion_tokens
+            self.summary.cost_usd = budget.spent if self._priced() else None
+        return [case for kind in self.options.kinds for case in self.kept[kind]]
+
+    def _priced(self) -> bool:
+        from ragmeter.judges.cost import price_for
+
+        return price_for(self.session.judge.model, self.session.prices) is not None
+
+    async def _round(self, batch: list[_Attempt]) -> None:
+        drafts = await asyncio.gather(*(self._draft(attempt) for attempt in batch))
+        fresh: list[tuple[_Attempt, Verdict[_Out]]] = []
+        for attempt, draft in zip(batch, drafts, strict=True):
+            if draft is None:
+                continue
+            question: str = getattr(draft.value, "question", "")
+            duplicate = self.dedup.duplicate_of(question)
+            if duplicate is not None:
+                other, score = duplicate
+                self._reject(
+                    attempt, DUPLICATE, f"Jaccard {score:.2f} with {other!r}", question.strip()
+                )
+                continue
+            self.dedup.add(attempt.key, question)
+            fresh.append((attempt, draft))
+        checks = await asyncio.gather(*(self._validate(a, d) for a, d in fresh))
+        for (attempt, draft), check in zip(fresh, checks, strict=True):
+            if check is None:
+                self.dedup.forget(attempt.key)
+                continue
+            self._keep(attempt, draft, *check)
+
+    def _stop_on(self, exc: BaseException) -> None:
+        if isinstance(exc, BudgetReachedError):
+            self.summary.stopped = f"judge budget reached: {exc}"
+        elif self.session.gave_up:
+            self.summary.stopped = f"the judge stopped answering: {exc}"
+
+    async def _draft(self, attempt: _Attempt) -> Verdict[_Out] | None:
+        texts = [self._text(chunk) for chunk in attempt.chunks]
+        output = _output_of(attempt.kind)
+        if self.summary.stopped:
+            self._reject(attempt, JUDGE_ERROR, f"not asked: {self.summary.stopped}", None)
+            return None
+        try:
+            return await self.session.ask(
+                PROMPTS[attempt.kind],
+                {"contexts": texts},
+                output,
+                case_id=attempt.key,
+                max_tokens=320,
+                check=lambda value: check_reply(attempt.kind, value, texts),
+            )
+        except JudgeFailure as exc:
+            reason = MALFORMED if exc.kind in ("invalid", "truncated", "refused") else JUDGE_ERROR
+            self._stop_on(exc)
+            self._reject(attempt, reason, f"generation {exc.kind}: {exc.message}", None)
+        except BudgetReachedError as exc:
+            self._stop_on(exc)
+            self._reject(attempt, JUDGE_ERROR, str(exc), None)
+        return None
+
+    def _contexts(self, attempt: _Attempt, question: str) -> list[Chunk]:
+        if attempt.kind != "unanswerable":
+            return list(attempt.chunks)
+        shown = self.corpus.nearest(question, self.options.nearest_k)
+        ids = {chunk.chunk_id for chunk in shown}
+        return shown + [chunk for chunk in attempt.chunks if chunk.chunk_id not in ids]
+
+    async def _validate(
+        self, attempt: _Attempt, draft: Verdict[_Out]
+    ) -> tuple[Verdict[CaseCheck], list[Chunk]] | None:
+        value = draft.value
+        question = " ".join(getattr(value, "question", "").split())
+        contexts = self._contexts(attempt, question)
+        reference = "" if isinstance(value, Unanswerable) else str(getattr(value, "answer", ""))
+        try:
+            check = await self.session.ask(
+                VALIDATE_PROMPT,
+                {
+                    "question": question,
+                    "reference": reference or "(no reference answer)",
+                    "contexts": [self._text(chunk) for chunk in contexts],
+                },
+                CaseCheck,
+                case_id=attempt.key,
+                max_tokens=200,
+            )
+        except JudgeFailure as exc:
+            reason = (
+                VALIDATION_MALFORMED
+                if exc.kind in ("invalid", "truncated", "refused")
+                else JUDGE_ERROR
+            )
+            self._stop_on(exc)
+            self._reject(attempt, reason, f"validation {exc.kind}: {exc.message}", question)
+            return None
+        except BudgetReachedError as exc:
+            self._stop_on(exc)
+            self._reject(attempt, JUDGE_ERROR, str(exc), question)
+            return None
+        verdict = check.value
+        if attempt.kind == "unanswerable":
+            problem = "the nearest chunks answer it" if verdict.answerable else None
+        else:
+            problem = None if verdict.answerable else "its gold passages do not answer it"
+        if problem is not None:
+            why = f": {verdict.reasoning.strip()}" if verdict.reasoning.strip() else ""
+            self._reject(attempt, NOT_CONFIRMED, f"{problem}{why}", question)
+            return None
+        return check, contexts
+
+    def _keep(
+        self,
+        attempt: _Attempt,
+        draft: Verdict[_Out],
+        check: Verdict[CaseCheck],
+        contexts: list[Chunk],
+    ) -> None:
+        kind = attempt.kind
+        count = self.summary.kinds[kind]
+        count.kept += 1
+        value = draft.value
+        metadata: dict[str, Any] = {
+            "kind": kind,
+            "source_chunks": attempt.chunk_ids,
+            "seed": self.options.seed,
+            "judge_model": self.session.judge.model,
+            "prompts": {draft.prompt: draft.prompt_version, check.prompt: check.prompt_version},
+            "generation_calls": draft.calls,
+            "repaired": draft.repaired or check.repaired,
+            "validation": {
+                "answerable": check.value.answerable,
+                "reasoning": check.value.reasoning,
+                "contexts": [chunk.chunk_id for chunk in contexts],
+                "calls": check.calls,
+            },
+        }
+        if isinstance(value, Unanswerable):
+            metadata["why_unanswerable"] = value.reason
+        case_id = f"{self.options.dataset}-{kind.replace('_', '-')}-{count.kept:03d}"
+        self.kept[kind].append(
+            build_case(
+                case_id,
+                kind,
+                value,
+                list(attempt.chunks),
+                dataset=self.options.dataset,
+                corpus=self.corpus.argument,
+                metadata=metadata,
+            )
+        )
+
+
+def _output_of(kind: str) -> type[_Out]:
+    from ragmeter.generate.kinds import OUTPUTS
+
+    return OUTPUTS[kind]
+
+
+async def generate(corpus: Corpus, session: JudgeSession, options: Options) -> tuple[
+    list[Case], Summary
+]:  # fmt: skip
+    """The cases a run keeps and its summary (the caller closes the judge)."""
+    generator = Generator(corpus, session, options)
+    cases = await generator.run()
+    return cases, generator.summary
