@@ -119,7 +119,7 @@ def main() -> None:
         ).fetchone()[0]
         db.close()
         print(f"{counts[0]} runs; run {BIG}: {counts[1]} cases, {counts[2]} scores")
-        client = TestClient(create_app(store))
+        client = TestClient(create_app(store), base_url="http://127.0.0.1:8765")  # a local Host
         pages = [
             ("runs list (page 1 of 1,000 runs)", "/"),
             ("runs list JSON", "/api/runs"),

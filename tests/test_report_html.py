@@ -9,19 +9,24 @@ import base64
 import hashlib
 import json
 import re
+import shutil
+import sqlite3
 from pathlib import Path
 
 import pytest
 
 from ragmeter.reports.console import format_value
-from ragmeter.reports.html.compare import p_text
-from ragmeter.reports.html.page import esc, script_json
+from ragmeter.reports.html.format import change_interval_text, esc, number, p_text
+from ragmeter.reports.html.page import script_json
 from ragmeter.reports.markdown import render_markdown
 from ragmeter.scoring.compare import RunScores, compare_runs
 from ragmeter.store.sqlite import RunStore
 from tests.test_report_support import (
     HOSTILE,
+    HOSTILE_CATEGORY,
     HOSTILE_ID,
+    HOSTILE_NAME,
+    build_demo_runs,
     build_replay_runs,
     data_blob,
     ragmeter,
@@ -167,6 +172,9 @@ def test_comparison_numbers_equal_compare_runs(runs: tuple[Path, Path, str, str]
         assert found, row.metric
         cells = found.group(1)
         assert f'<td class="num pvalue">{esc(p_text(row.p_value))}</td>' in cells
+        assert f'<td class="num padj">{esc(p_text(row.p_adjusted))}</td>' in cells
+        assert f'<td class="num mde">{number(row.mde)}</td>' in cells
+        assert f'<td class="num ci">{esc(change_interval_text(row))}</td>' in cells
         base_text = "-" if row.baseline is None else f"{row.baseline:.3f}"
         assert f'<td class="num">{base_text}</td>' in cells
     flipped = [r for r in comparison.rows if r.pass_to_fail]
@@ -177,5 +185,112 @@ def test_comparison_numbers_equal_compare_runs(runs: tuple[Path, Path, str, str]
     md = _report(folder, base, cand, "--store", str(store), "--format", "md", "-o", "c.md")
     assert "c.md" in md
     text = (folder / "c.md").read_text(encoding="utf-8")
-    assert "| metric | baseline | candidate | paired Δ |" in text
+    assert "| metric | baseline | candidate | paired Δ | 95% CI | p | p holm | MDE |" in text
+    assert "Holm correction" in text
     assert "pass → fail" in text
+
+
+def _deltas(html: str, metric: str) -> str:
+    found = re.search(
+        rf'<tr data-metric="{re.escape(esc(metric))}" data-verdict="[a-z_]+">(.*?)</tr>', html, re.S
+    )
+    assert found, metric
+    return found.group(1)
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str, str]:
+    folder = tmp_path_factory.mktemp("demo-report")
+    store, base, cand = build_demo_runs(folder)
+    return folder, store, base, cand
+
+
+def test_demo_comparison_corrected_p_mde_and_totals(demo: tuple[Path, Path, str, str]) -> None:
+    """The demo pair: raw and corrected p, the interval and the MDE equal compare_runs'; the
+    corrected column is named by the correction; a total shows its change over the shared cases
+    with the mean's interval times the shared cases (as the console)."""
+    folder, store, base, cand = demo
+    out = folder / "demo-compare.html"
+    _report(folder, base, cand, "--store", str(store), "-o", str(out))
+    html = out.read_text(encoding="utf-8")
+    run_store = RunStore(store, create=False)
+    comparison = compare_runs(
+        RunScores.from_store(run_store, base), RunScores.from_store(run_store, cand)
+    )
+    assert comparison.correction == "holm"
+    assert '<th scope="col" class=num>p holm</th>' in html and "Holm correction" in html
+    assert '<th scope="col" class=num>MDE</th>' in html
+    for row in comparison.rows:
+        cells = _deltas(html, row.metric)
+        assert f'<td class="num pvalue">{esc(p_text(row.p_value))}</td>' in cells, row.metric
+        assert f'<td class="num padj">{esc(p_text(row.p_adjusted))}</td>' in cells, row.metric
+        assert f'<td class="num mde">{number(row.mde)}</td>' in cells, row.metric
+        assert f'<td class="num ci">{esc(change_interval_text(row))}</td>' in cells, row.metric
+    total = next(r for r in comparison.rows if r.total_diff is not None and r.ci_high)
+    assert total.ci_high is not None
+    cells = _deltas(html, total.metric)
+    assert f'<td class="num delta">{total.total_diff:+.0f}</td>' in cells
+    assert f"{total.ci_high * total.n_paired:+.0f}</td>" in cells
+
+
+def test_targets_use_the_metric_kind(demo: tuple[Path, Path, str, str]) -> None:
+    from ragmeter.reports.console import target_value
+
+    folder, store, base, _ = demo
+    out = folder / "demo.html"
+    _report(folder, base, "--store", str(store), "-o", str(out))
+    html = out.read_text(encoding="utf-8")
+    record = RunStore(store, create=False).get_run(base)
+    assert record.targets
+    section = html[html.index('<section id="targets">') :]
+    for target in record.targets:
+        row = re.search(rf'<th scope="row">{re.escape(esc(target.metric))}</th>(.*?)</tr>', section)
+        assert row, target.metric
+        assert f'<td class="num">{esc(target_value(target, record.scorecard))}</td>' in row.group(1)
+
+
+def test_hostile_run_name_and_category_are_text(runs: tuple[Path, Path, str, str]) -> None:
+    folder, store, base, cand = runs
+    for args, name in (((base,), "b.html"), ((cand,), "c.html"), ((base, cand), "bc.html")):
+        _report(folder, *args, "--store", str(store), "-o", name)
+        html = (folder / name).read_text(encoding="utf-8")
+        assert "<b>cat</b>" not in html and "\u202e" not in html and "\x1b" not in html
+        assert '<img src=x onerror="window.__pwned=1">' not in html
+        if name != "bc.html":
+            assert "&lt;b&gt;cat&lt;/b&gt;" in html  # the category, in the case table
+        if name != "b.html":
+            assert "cand &lt;img src=x onerror=&quot;window.__pwned=1&quot;&gt; evil" in html
+    assert HOSTILE_CATEGORY and HOSTILE_NAME
+
+
+def test_non_finite_and_valueless_scores(runs: tuple[Path, Path, str, str]) -> None:
+    """An Inf value (older or foreign stores) is a failed "non-finite value" cell and a score
+    stored "ok" with no value a "no value" cell (code 3); neither breaks the report."""
+    folder, store, base, _ = runs
+    copy = folder / "odd.db"
+    shutil.copyfile(store, copy)
+    with sqlite3.connect(copy) as db:
+        db.execute(
+            "UPDATE scores SET value = ? WHERE run_id = ? AND case_id = 'refund'"
+            " AND metric = 'token_f1'",
+            (float("inf"), base),
+        )
+        db.execute(
+            "UPDATE scores SET value = NULL, status = 'ok' WHERE run_id = ?"
+            " AND case_id = 'friday' AND metric = 'token_f1'",
+            (base,),
+        )
+    out = folder / "odd.html"
+    _report(folder, base, "--store", str(copy), "-o", str(out))
+    blob = data_blob(out.read_text(encoding="utf-8"))
+    metrics = [m[0] for m in blob["metrics"]]  # type: ignore[index,union-attr]
+    position = metrics.index("token_f1")
+    cells = {c["id"]: c["s"][position] for c in blob["cases"]}  # type: ignore[union-attr,index]
+    strings = blob["strings"]
+    assert cells["refund"][0] == 2 and "non-finite" in strings[cells["refund"][1]]  # type: ignore[index]
+    assert cells["friday"][0] == 3
+    for fmt in ("md", "json", "csv"):
+        done = ragmeter(
+            folder, "report", base, "--store", str(copy), "--format", fmt, "-o", f"odd.{fmt}"
+        )
+        assert done.returncode == 0, (fmt, done.stderr)

@@ -16,6 +16,8 @@ HOSTILE = (
     "javascript:alert(1) </script><script>alert(2)</script>"
 )
 HOSTILE_ID = '=HYPERLINK("http://evil")'
+HOSTILE_CATEGORY = "<b>cat</b>\u202e\x1b[31m"  # markup, a bidi override, an ANSI escape
+HOSTILE_NAME = 'cand <img src=x onerror="window.__pwned=1"> \u202eevil'  # the candidate run
 CHUNKS = {
     "a": {"id": "kb-1#a", "doc_id": "kb-1", "text": "Refunds take five business days."},
     "b": {"id": "kb-2#b", "doc_id": "kb-2", "text": "Offices close at 18:00 on Fridays."},
@@ -25,7 +27,7 @@ CASES = [
     ("refund", "How long do refunds take?", "Five business days.", "a", "policy"),
     ("friday", "When do offices close on Friday?", "At 18:00.", "b", "facilities"),
     ("refund-2", "How many days for a refund?", "Five business days.", "a", "policy"),
-    ("friday-2", "Closing time on Fridays?", "At 18:00.", "b", "facilities"),
+    ("friday-2", "Closing time on Fridays?", "At 18:00.", "b", HOSTILE_CATEGORY),
     (HOSTILE_ID, "Hostile: " + HOSTILE, "Nothing to see.", "h", "+cmd"),
 ]
 
@@ -84,8 +86,8 @@ def build_replay_runs(folder: Path) -> tuple[Path, str, str]:
     )
     store = folder / "runs.db"
     ids = []
-    for name, worse in (("base", False), ("cand", True)):
-        replay = folder / f"{name}.jsonl"
+    for name, worse in (("base", False), (HOSTILE_NAME, True)):
+        replay = folder / f"{'cand' if worse else 'base'}.jsonl"
         replay.write_text("".join(json.dumps(line) + "\n" for line in _responses(worse)))
         done = ragmeter(
             folder,

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -31,7 +33,11 @@ RICH = "[bold red]rich[/bold red] [link=javascript:alert(1)]click[/link]"
 ANSI = "\x1b[31mred\x1b[0m"
 HOSTILE = f"{PWN_SCRIPT} {PWN_IMG} {PWN_LINK} {RICH} {ANSI}"
 HOSTILE_CASE = "evil-<i>1</i>"
-HOSTILE_NAME = '<img src=x onerror="window.__pwned=1">run'
+HOSTILE_NAME = '<img src=x onerror="window.__pwned=1">run \u202eevil\x1b[31m'
+HOSTILE_CATEGORY = "<b>cat</b>\u202e\x1b[31m"
+FAKE_KEY = "sk-" + "proj-" + "aB3dE5fG7h" * 3  # built, so no key-like literal is in the source
+SECRET_CASE = "leaky"
+ODD_IDS = (".", "..", "a/b", "a?b#c", "50%", "with space")
 
 
 @dataclass
@@ -76,25 +82,41 @@ def build_store(folder: Path) -> WebStore:
     full = _eval(folder, store, "--name", "demo full")
     small = _eval(folder, store, "--name", "demo top2", "--top-k", "2")
     dataset, replay = folder / "hostile.jsonl", folder / "hostile-replay.jsonl"
-    dataset.write_text(
-        json.dumps(
-            {
-                "id": HOSTILE_CASE,
-                "question": f"What is {HOSTILE}?",
-                "reference_answer": f"Reference {HOSTILE}",
-                "category": "hostile",
-                "gold_passages": [{"chunk_id": "chunk-1"}],
-            }
-        )
-        + "\n"
-    )
+    cases = [
+        {
+            "id": HOSTILE_CASE,
+            "question": f"What is {HOSTILE}?",
+            "reference_answer": f"Reference {HOSTILE}",
+            "category": HOSTILE_CATEGORY,
+            "gold_passages": [{"chunk_id": "chunk-1"}],
+        },
+        {
+            "id": SECRET_CASE,
+            "question": f"Which key? {FAKE_KEY}",
+            "reference_answer": f"the key {FAKE_KEY}",
+            "category": "secrets",
+            "gold_passages": [{"chunk_id": "chunk-1"}],
+        },
+        *({"id": odd, "question": f"odd id {odd}?", "category": "odd"} for odd in ODD_IDS),
+    ]
+    dataset.write_text("".join(json.dumps(case) + "\n" for case in cases))
     chunk = {"id": "chunk-1", "doc_id": PWN_LINK, "text": f"Chunk {HOSTILE}"}
     response = {
         "answer": f"Answer {HOSTILE} contact bob@example.com",
         "retrieved": [chunk],
         "citations": [{"chunk_id": PWN_LINK, "quote": PWN_SCRIPT}],
     }
-    replay.write_text(json.dumps({"case_id": HOSTILE_CASE, "response": response}) + "\n")
+    leaky = {
+        "answer": f"The key is {FAKE_KEY}, contact bob@example.com",
+        "retrieved": [{"id": "chunk-1", "text": f"key {FAKE_KEY}"}],
+        "citations": [{"chunk_id": "chunk-1", "quote": FAKE_KEY}],
+    }
+    answers = [
+        {"case_id": HOSTILE_CASE, "response": response},
+        {"case_id": SECRET_CASE, "response": leaky},
+        *({"case_id": odd, "response": {"answer": f"answer {odd}"}} for odd in ODD_IDS),
+    ]
+    replay.write_text("".join(json.dumps(answer) + "\n" for answer in answers))
     hostile = _eval(
         folder,
         store,
@@ -129,7 +151,7 @@ def reference(web: WebStore, tmp_path_factory: pytest.TempPathFactory) -> RunSto
 
 @pytest.fixture(scope="module")
 def client(web: WebStore) -> TestClient:
-    return TestClient(create_app(web.path))
+    return TestClient(create_app(web.path), base_url="http://127.0.0.1:8765")
 
 
 def test_runs_api_lists_filters_and_pages(client: TestClient, web: WebStore) -> None:
@@ -308,3 +330,149 @@ def test_browsing_leaves_the_store_unchanged(client: TestClient, web: WebStore) 
     for url in urls:
         assert client.get(url).status_code == 200, url
     assert fingerprint(web.path) == before
+
+
+def test_secrets_are_masked_in_every_page_and_api(client: TestClient, web: WebStore) -> None:
+    """A replayed answer, chunk, citation and case holding an API key: masked as the reports
+    mask it (``redact_text``) on every page and in every JSON twin."""
+    run = f"/runs/{web.hostile}"
+    urls = ["/", "/api/runs", run, f"/api{run}", f"{run}/cases/{SECRET_CASE}"]
+    urls += [f"/api{run}/cases/{SECRET_CASE}", f"/compare?runs={web.hostile},{web.full}"]
+    for url in urls:
+        reply = client.get(url)
+        assert reply.status_code == 200, url
+        assert FAKE_KEY not in reply.text and FAKE_KEY[:12] not in reply.text, url
+    api = client.get(f"/api{run}/cases/{SECRET_CASE}").json()
+    assert "REDACTED" in api["answer"] and "REDACTED" in api["case"]["question"]
+    assert "REDACTED" in api["retrieved"][0]["text"]
+    leaks = [h for h in api["highlights"] if h["kind"] == "leak"]  # moved to the masked text
+    assert any(api["answer"][h["start"] : h["end"]] == "bob@example.com" for h in leaks)
+
+
+def test_host_header_is_checked(client: TestClient, web: WebStore) -> None:
+    from ragmeter.web.app import allowed_hosts
+
+    assert client.get("/", headers={"host": "attacker.example"}).status_code == 400
+    assert client.get("/api/runs", headers={"host": "attacker.example:8765"}).status_code == 400
+    for host in ("127.0.0.1:8765", "localhost:8765", "[::1]:8765", "localhost"):
+        assert client.get("/", headers={"host": host}).status_code == 200, host
+    named = TestClient(create_app(web.path, host="ui.lan"), base_url="http://ui.lan:8765")
+    assert named.get("/").status_code == 200
+    assert named.get("/", headers={"host": "attacker.example"}).status_code == 400
+    anywhere = TestClient(create_app(web.path, host="0.0.0.0"))
+    assert anywhere.get("/", headers={"host": "attacker.example"}).status_code == 200
+    assert allowed_hosts("::") == ["*"] and "[fe80::1]" in allowed_hosts("fe80::1")
+
+
+def test_odd_case_ids_link_to_their_pages(client: TestClient, web: WebStore) -> None:
+    from html import unescape
+    from urllib.parse import urljoin
+
+    from ragmeter.reports.html.format import esc
+
+    page = client.get(f"/runs/{web.hostile}").text
+    base = f"http://127.0.0.1:8765/runs/{web.hostile}"
+    for odd in ODD_IDS:
+        found = re.search(rf'<tr data-case="{re.escape(esc(odd))}"><td><a href="([^"]+)"', page)
+        assert found, odd
+        href = unescape(found.group(1))
+        assert urljoin(base, href) == "http://127.0.0.1:8765" + href, href  # no dot segment
+        for url in (href, "/api" + href):
+            reply = client.get(url)
+            assert reply.status_code == 200, (odd, url)
+        assert client.get("/api" + href).json()["case"]["case_id"] == odd
+        assert f"<h1>Case {esc(odd)}</h1>" in client.get(href).text
+
+
+def test_hostile_run_name_and_category_are_escaped(client: TestClient, web: WebStore) -> None:
+    for url in ("/", f"/runs/{web.hostile}", f"/runs/{web.hostile}/cases/{SECRET_CASE}"):
+        html = client.get(url).text
+        assert PWN_IMG not in html and PWN_SCRIPT not in html
+        assert "<b>cat</b>" not in html and "\u202e" not in html and "\x1b" not in html
+    listing = client.get("/").text
+    assert "&lt;img src=x onerror=&quot;window.__pwned=1&quot;&gt;run" in listing
+    run_page = client.get(f"/runs/{web.hostile}").text
+    assert "&lt;b&gt;cat&lt;/b&gt;" in run_page
+
+
+def _compare_rows(reference: RunStore, base: str, cand: str) -> list[Any]:
+    from ragmeter.scoring.compare import RunScores, compare_runs
+
+    found = compare_runs(
+        RunScores.from_store(reference, base), RunScores.from_store(reference, cand)
+    )
+    return list(found.rows)
+
+
+def test_compare_order_corrected_p_and_totals(
+    client: TestClient, web: WebStore, reference: RunStore
+) -> None:
+    from html import unescape
+
+    from ragmeter.reports.html.format import change_interval_text, number, p_text
+
+    # the list's checkboxes send repeated runs, newest first: the oldest is the baseline
+    repeated = client.get("/api/compare", params=[("runs", web.small), ("runs", web.full)]).json()
+    assert repeated["baseline"] == web.full and repeated["order"] == "created"
+    # an explicit ?runs=A,B keeps its order
+    given = client.get("/api/compare", params={"runs": f"{web.small},{web.full}"}).json()
+    assert given["baseline"] == web.small and given["order"] == "given"
+    page = client.get("/compare", params=[("runs", web.small), ("runs", web.full)]).text
+    assert re.search(
+        rf'id="compare-order">baseline <strong>demo full</strong> \({web.full}\)', page
+    )
+    assert f'href="/compare?runs={web.small}%2C{web.full}" data-role="swap">swap</a>' in page
+    expected = _compare_rows(reference, web.full, web.small)
+    (comparison,) = repeated["comparisons"]
+    assert comparison["correction"] == "holm" and "p holm" in page and "Holm correction" in page
+    for got, want in zip(comparison["rows"], expected, strict=True):
+        assert got["metric"] == want.metric
+        assert (got["p_value"], got["p_adjusted"], got["mde"]) == (
+            want.p_value, want.p_adjusted, want.mde,
+        )  # fmt: skip
+        assert (got["ci_low"], got["ci_high"]) == (want.ci_low, want.ci_high)
+    everything = client.get("/compare", params={"runs": f"{web.full},{web.small}", "show": "all"})
+    for want in expected:
+        row = re.search(rf'<tr data-metric="{re.escape(want.metric)}">(.*?)</tr>', everything.text)
+        assert row, want.metric
+        cells = {
+            role: unescape(text)
+            for role, text in re.findall(r'data-role="([a-z-]+)">([^<]*)</td>', row.group(1))
+        }
+        assert cells["p"] == p_text(want.p_value)
+        assert cells["p-adjusted"] == p_text(want.p_adjusted)
+        assert cells["mde"] == number(want.mde)
+        assert cells["ci"] == change_interval_text(want)
+    total = next(r for r in expected if r.total_diff is not None and r.ci_high)
+    row = re.search(rf'<tr data-metric="{total.metric}">(.*?)</tr>', everything.text)
+    assert row is not None
+    cells = dict(re.findall(r'data-role="([a-z-]+)">([^<]*)</td>', row.group(1)))
+    assert cells["paired"] == f"{total.total_diff:+.0f}"  # the total's change, as the console
+    assert total.ci_high is not None and cells["ci"].endswith(f"{total.ci_high * 87:+.0f}")
+
+
+def test_non_finite_stored_values_do_not_break_the_ui(
+    web: WebStore, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    import sqlite3
+
+    copy = tmp_path_factory.mktemp("inf") / "runs.db"
+    shutil.copyfile(web.path, copy)
+    with sqlite3.connect(copy) as db:
+        db.execute(
+            "UPDATE scores SET value = ? WHERE run_id = ? AND case_id = 'demo-001'"
+            " AND metric = 'token_f1'",
+            (float("inf"), web.full),
+        )
+    odd = TestClient(create_app(copy), base_url="http://127.0.0.1:8765")
+    for url in (
+        f"/runs/{web.full}",
+        f"/api/runs/{web.full}",
+        f"/runs/{web.full}/cases/demo-001",
+        f"/api/compare?runs={web.full},{web.small}",
+        f"/compare?runs={web.full},{web.small}",
+    ):
+        assert odd.get(url).status_code == 200, url
+    scores = odd.get(f"/api/runs/{web.full}/cases/demo-001").json()["scores"]
+    (f1,) = [s for s in scores if s["metric"] == "token_f1"]
+    assert f1["value"] is None and f1["status"] == "failed" and "non-finite" in f1["reason"]

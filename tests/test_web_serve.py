@@ -88,6 +88,13 @@ def test_serve_binds_loopback_by_default(tmp_path: Path) -> None:
     try:
         _wait(port, process)
         assert _listening(port) == ["0100007F"]  # 127.0.0.1 only, no IPv6, no 0.0.0.0
+        # DNS rebinding: a page on another name that resolves to 127.0.0.1 gets a 400
+        rebound = httpx.get(
+            f"http://127.0.0.1:{port}/api/runs", headers={"Host": "attacker.example"}, timeout=5
+        )
+        assert rebound.status_code == 400
+        local = httpx.get(f"http://127.0.0.1:{port}/", headers={"Host": f"localhost:{port}"})
+        assert local.status_code == 200
     finally:
         out, err = _stop(process)
     assert f"http://127.0.0.1:{port}/" in out
@@ -99,6 +106,8 @@ def test_serve_warns_on_another_host(tmp_path: Path) -> None:
     process = _start(store, port, "--host", "0.0.0.0")
     try:
         _wait(port, process)
+        anyone = httpx.get(f"http://127.0.0.1:{port}/", headers={"Host": "ui.example"}, timeout=5)
+        assert anyone.status_code == 200  # a wildcard address answers any host (and warns)
     finally:
         _, err = _stop(process)
     assert "warning" in err and "no authentication" in err and "0.0.0.0" in err

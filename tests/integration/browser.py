@@ -12,8 +12,10 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 CHROMIUM_ARGS = [
     "--headless",
@@ -25,7 +27,8 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 _CANDIDATES = ("chromium", "chromium-browser")
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "images"
+DOCS_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
+SCREENSHOTS_ENV = "RAGMETER_SCREENSHOTS"  # "docs": write the README's screenshots
 
 
 def _found() -> str | None:
@@ -75,7 +78,36 @@ class PageEvents:
         assert not self.console_errors, f"console errors: {self.console_errors}"
 
 
+def screenshots_folder() -> Path:
+    """Where the browser tests save their screenshots: a temporary folder, or ``docs/images``
+    (the README's screenshots, tracked) when ``RAGMETER_SCREENSHOTS=docs``, so a test run
+    leaves the repository unchanged unless asked."""
+    if os.environ.get(SCREENSHOTS_ENV, "").strip().lower() == "docs":
+        folder = DOCS_IMAGES
+    else:
+        folder = Path(tempfile.gettempdir()) / f"ragmeter-screenshots-{os.getuid()}"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
 def screenshot_path(name: str) -> Path:
-    """``docs/images/NAME.png``: the README's screenshots, made by the browser tests."""
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    return SCREENSHOTS / f"{name}.png"
+    """``NAME.png`` in :func:`screenshots_folder`, any earlier one removed (so the test checks
+    the file it made)."""
+    path = screenshots_folder() / f"{name}.png"
+    path.unlink(missing_ok=True)
+    return path
+
+
+def assert_png(path: Path, min_bytes: int = 1_000) -> None:
+    """``path`` is a PNG of at least ``min_bytes``."""
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", f"{path} is not a PNG"
+    assert len(data) >= min_bytes, f"{path} is only {len(data)} bytes"
+
+
+def take_screenshot(page: Any, name: str, full_page: bool = False) -> Path:
+    """Save the page as ``NAME.png`` (:func:`screenshot_path`) and check it is a real PNG."""
+    path = screenshot_path(name)
+    page.screenshot(path=str(path), full_page=full_page)
+    assert_png(path)
+    return path

@@ -2,7 +2,8 @@
 over a store built by the real CLI. Opens the runs list, a run, a failing case and a comparison,
 checks the numbers on screen against the store, drives the filters and row links with the
 keyboard, checks that hostile stored text renders as text (no script runs, no dialog), and saves
-the README's screenshots (docs/images/ui-*.png)."""
+screenshots (ui-*.png: in a temporary folder, or the README's in docs/images with
+RAGMETER_SCREENSHOTS=docs; see ``browser.py``)."""
 
 from __future__ import annotations
 
@@ -18,11 +19,15 @@ import httpx
 import pytest
 
 from ragmeter.reports.console import format_value
+from ragmeter.reports.terminal import strip_unsafe
+from ragmeter.store.lock import RunLock
 from ragmeter.store.sqlite import RunStore
 from tests.conftest import free_port
-from tests.integration.browser import PageEvents, screenshot_path
+from tests.integration.browser import PageEvents, take_screenshot
 from tests.test_web_api import (
     HOSTILE_CASE,
+    HOSTILE_CATEGORY,
+    HOSTILE_NAME,
     PWN_IMG,
     PWN_LINK,
     PWN_SCRIPT,
@@ -101,7 +106,7 @@ def test_runs_list_and_keyboard(page: Page, page_events: PageEvents, served: Ser
         assert record.weighted_score is not None and record.weighted_score.score is not None
         cell = page.locator(f'tr[data-run="{run_id}"] [data-role="weighted"]')
         assert cell.inner_text() == f"{record.weighted_score.score:.3f}"
-    page.screenshot(path=str(screenshot_path("ui-runs")), full_page=True)
+    take_screenshot(page, "ui-runs", full_page=True)
     # the filter, by keyboard: Tab to the search box, type, Enter submits
     _tab_to(page, "#run-search")
     page.keyboard.type("demo full")
@@ -134,7 +139,7 @@ def test_run_page_numbers_equal_the_store(
         )
     assert page.locator("svg.chart rect.bar").count() > 0  # the latency histogram
     assert page.locator("tr[data-case]").count() == 87
-    page.screenshot(path=str(screenshot_path("ui-run")), full_page=False)
+    take_screenshot(page, "ui-run", full_page=False)
     page_events.assert_clean()
 
 
@@ -158,7 +163,7 @@ def test_failing_case_drill_down(page: Page, page_events: PageEvents, served: Se
     shown = page.locator('tr[data-metric="token_f1"] [data-role="value"]').inner_text()
     assert shown == f"{token_f1.value:.3f}"
     assert page.locator("li.chunk").count() > 0
-    page.screenshot(path=str(screenshot_path("ui-case")), full_page=False)
+    take_screenshot(page, "ui-case", full_page=False)
     page_events.assert_clean()
 
 
@@ -171,8 +176,11 @@ def test_compare_two_runs(page: Page, page_events: PageEvents, served: Served) -
     with page.expect_navigation():
         page.get_by_role("button", name="Compare selected runs").click()
     assert "/compare" in page.url
-    # the list is newest first, so the top-2 run (made second) is the baseline
-    first, second = store.get_run(web.small), store.get_run(web.full)
+    # the list is newest first, but the oldest ticked run (the demo, made first) is the baseline
+    first, second = store.get_run(web.full), store.get_run(web.small)
+    order = page.locator("#compare-order").inner_text()
+    assert order.startswith(f"baseline demo full ({web.full}) → candidate demo top2 ({web.small})")
+    assert page.locator(f'tr[data-run="{web.full}"] [data-role="role"]').inner_text() == "baseline"
     assert first.scorecard is not None and second.scorecard is not None
     rows = page.locator("section[data-candidate] tr[data-metric]")
     assert rows.count() > 0
@@ -187,7 +195,12 @@ def test_compare_two_runs(page: Page, page_events: PageEvents, served: Served) -
         delta = None if base.value is None or cand.value is None else cand.value - base.value
         assert row.locator('[data-role="delta"]').inner_text() == _fmt(delta)
     assert page.locator("svg.chart circle").count() == 2  # the Pareto chart
-    page.screenshot(path=str(screenshot_path("ui-compare")), full_page=False)
+    take_screenshot(page, "ui-compare", full_page=False)
+    with page.expect_navigation():  # swap: the candidate becomes the baseline
+        page.locator('[data-role="swap"]').click()
+    assert (
+        page.locator("#compare-order").inner_text().startswith(f"baseline demo top2 ({web.small})")
+    )
     page_events.assert_clean()
 
 
@@ -197,7 +210,16 @@ def _fmt(value: float | None) -> str:
 
 def test_hostile_text_renders_as_text(page: Page, page_events: PageEvents, served: Served) -> None:
     web = served.web
+    page.goto(served.url + "/")
+    assert page.locator(f'tr[data-run="{web.hostile}"] a').inner_text() == strip_unsafe(
+        HOSTILE_NAME
+    )
     page.goto(f"{served.url}/runs/{web.hostile}")
+    assert page.locator("h1").inner_text() == strip_unsafe(HOSTILE_NAME)
+    categories = page.locator(f'tr[data-case="{HOSTILE_CASE}"] td').nth(2).inner_text()
+    assert categories == strip_unsafe(HOSTILE_CATEGORY)
+    assert page.locator("main b, main img").count() == 0
+    assert page.evaluate("window.__pwned") is None
     link = page.locator(f'tr[data-case="{HOSTILE_CASE}"] a')
     assert link.inner_text() == HOSTILE_CASE
     with page.expect_navigation():
@@ -242,6 +264,8 @@ def test_live_progress_of_a_run_in_flight(
         )
         writer.save_result(record.id, result)
 
+    lock = RunLock(path, record.id)  # this process drives the run: it is live
+    lock.acquire()
     answer("c0")
     answer("c1")
     port = free_port()
@@ -263,9 +287,49 @@ def test_live_progress_of_a_run_in_flight(
         page.wait_for_load_state()
         assert "completed" in page.locator("dl.facts").first.inner_text()
     finally:
+        lock.release()
         writer.close()
         process.terminate()
         process.wait(timeout=10)
+    page_events.assert_clean()
+
+
+def test_a_stuck_run_is_not_polled(
+    page: Page, page_events: PageEvents, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """A run left "running" with no live process (its process died): the page says so and does
+    not poll /progress."""
+    from ragmeter.models import Case, RunRecord
+
+    path = tmp_path_factory.mktemp("stuck") / "runs.db"
+    writer = RunStore(path)
+    record = RunRecord(
+        id="stuck001", name="stuck", created_at="2026-01-01T00:00:00+00:00",
+        config={}, datasets=["demo"],
+    )  # fmt: skip
+    writer.create_run(record, [Case(case_id="c0", question="q?")])
+    writer.close()
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ragmeter", "serve", "--store", str(path), "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    polled: list[str] = []
+    page.on(
+        "request",
+        lambda request: polled.append(request.url) if "/progress" in request.url else None,
+    )
+    try:
+        _wait(url + "/", process)
+        page.goto(f"{url}/runs/{record.id}")
+        assert "not driven by any process" in page.locator("#progress h2").inner_text()
+        page.wait_for_timeout(4500)  # two polling periods
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+    assert polled == []
     page_events.assert_clean()
 
 
@@ -285,18 +349,21 @@ CONTRAST_JS = """
   };
   const found = {};
   for (const selector of selectors) {
-    const el = document.querySelector(selector);
-    if (!el) { continue; }
-    const a = lum(parse(getComputedStyle(el).color).slice(0, 3));
-    const b = lum(background(el));
-    found[selector] = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+    for (const el of document.querySelectorAll(selector)) {
+      if (!el.getClientRects().length || !el.textContent.trim()) { continue; }
+      const a = lum(parse(getComputedStyle(el).color).slice(0, 3));
+      const b = lum(background(el));
+      const ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+      found[selector] = Math.min(found[selector] ?? Infinity, ratio);
+    }
   }
   return found;
 }
 """
 CHECKED = [
-    "h1", "dl.facts dd", "th", "td.num", "a", ".muted", ".good", ".bad", "button", "select",
-    "mark.unsupported", "mark.leak", "header.top a",
+    "h1", "h2", "dl.facts dt", "dl.facts dd", "th", "td", "td.num", "a", ".muted", ".good",
+    ".bad", ".warn", "button", "select", "input", "label", "caption", "mark.unsupported",
+    "mark.leak", ".tag.gold", "header.top a", "pre", "svg.chart text",
 ]  # fmt: skip
 
 
@@ -319,9 +386,19 @@ def test_accessibility_basics(
             "() => [...document.querySelectorAll('th:not([scope])')].map(el => el.outerHTML)"
         )
         assert unscoped == []
-    page.goto(f"{served.url}/runs/{served.web.hostile}/cases/evil-%3Ci%3E1%3C%2Fi%3E")
-    ratios = page.evaluate(CONTRAST_JS, CHECKED)
-    assert set(ratios) >= {"h1", "th", "a", ".muted", "mark.leak"}
-    low = {selector: round(ratio, 2) for selector, ratio in ratios.items() if ratio < 4.5}
-    assert low == {}, f"contrast under 4.5:1 in the {scheme} scheme: {low}"
+    web = served.web
+    pages = {
+        "runs": "/",
+        "run": f"/runs/{web.full}",
+        "case": f"/runs/{web.hostile}/cases/evil-%3Ci%3E1%3C%2Fi%3E",
+        "compare": f"/compare?runs={web.full},{web.small}&show=all",
+    }
+    seen: set[str] = set()
+    for name, url in pages.items():
+        page.goto(served.url + url)
+        ratios = page.evaluate(CONTRAST_JS, CHECKED)
+        seen |= set(ratios)
+        low = {selector: round(ratio, 2) for selector, ratio in ratios.items() if ratio < 4.5}
+        assert low == {}, f"contrast under 4.5:1 on the {name} page, {scheme} scheme: {low}"
+    assert seen >= {"h1", "th", "a", ".muted", ".good", ".bad", "mark.leak", "button", "select"}
     page_events.assert_clean()

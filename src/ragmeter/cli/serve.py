@@ -31,7 +31,9 @@ def serve_command(host: str, port: int, store: str) -> None:
             f"the web UI needs Starlette and uvicorn ({exc.name} is missing): "
             "pip install 'ragmeter[web]'"
         )
-    app = create_app(store)  # a StoreError exits with its message (cli/app.py)
+    # a StoreError exits with its message (cli/app.py); requests for other host names (DNS
+    # rebinding) get a 400, unless the address is a wildcard
+    app = create_app(store, host=host)
     if host not in LOOPBACK:
         errors.print(
             NO_AUTH_WARNING.format(host=host, port=port, store=store),

@@ -9,8 +9,19 @@ page                                       JSON twin
 ``&category= &failing=``)
 (live progress on the run page)            ``/api/runs/{id}/progress``
 ``/runs/{id}/cases/{case_id}``             ``/api/runs/{id}/cases/{case_id}``
+``/runs/{id}/case?id=CASE_ID`` (any id)     ``/api/runs/{id}/case?id=CASE_ID``
 ``/compare?runs=A,B[,C]``                  ``/api/compare?runs=A,B[,C]``
 =========================================  ==============================================
+
+``?runs=A,B`` compares in the given order (A is the baseline); repeated ``runs`` (or ``run``)
+parameters, as the runs list's checkboxes send them, are ordered by creation time (the oldest
+is the baseline).
+
+Requests whose ``Host`` is not this machine (``127.0.0.1``, ``localhost``, ``[::1]``) or the
+``--host`` given get a 400 (Starlette's ``TrustedHostMiddleware``): a page on another site
+cannot reach the UI through DNS rebinding. Listening on a wildcard address (``0.0.0.0``,
+``::``) allows any host (``ragmeter serve`` warns). Non-finite numbers (Inf, NaN) in the store
+are sent as ``null``.
 
 Every response carries a Content-Security-Policy (scripts and styles from the app only, no
 inline script), ``X-Content-Type-Options: nosniff``, ``Referrer-Policy: no-referrer`` and
@@ -24,12 +35,14 @@ from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ragmeter.errors import StoreError
+from ragmeter.reports.html.page import finite_only
 from ragmeter.web import case_page, pages, run_pages, views
 from ragmeter.web.db import NotFound, ReadOnlyStore, connect
 from ragmeter.web.html import error_page
@@ -55,6 +68,27 @@ FAVICON = (
 )
 
 
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+WILDCARD_HOSTS = ("0.0.0.0", "::", "")
+
+
+def allowed_hosts(host: str = "127.0.0.1") -> list[str]:
+    """The ``Host`` header values the app answers: this machine's names, plus ``host`` (the
+    address it listens on) unless that is a wildcard, which allows any."""
+    if host in WILDCARD_HOSTS or host == "*":
+        return ["*"]
+    named = f"[{host.strip('[]')}]" if ":" in host else host
+    return [*LOCAL_HOSTS, *([named.lower()] if named.lower() not in LOCAL_HOSTS else [])]
+
+
+class SafeJSON(JSONResponse):
+    """JSON with non-finite numbers (not JSON) as ``null``, so a foreign value never fails a
+    response."""
+
+    def render(self, content: Any) -> bytes:
+        return super().render(finite_only(content))
+
+
 class SecurityHeaders:
     """Adds :data:`SECURITY_HEADERS` to every HTTP response."""
 
@@ -78,12 +112,13 @@ class SecurityHeaders:
 
 def _failure(request: Request, status: int, message: str) -> Response:
     if request.url.path.startswith("/api/"):
-        return JSONResponse({"error": message, "status": status}, status_code=status)
+        return SafeJSON({"error": message, "status": status}, status_code=status)
     return HTMLResponse(error_page(status, message), status_code=status)
 
 
-def create_app(store_path: str | Path) -> Starlette:
-    """The web UI over the store at ``store_path`` (StoreError if it is not a run store)."""
+def create_app(store_path: str | Path, host: str = "127.0.0.1") -> Starlette:
+    """The web UI over the store at ``store_path`` (StoreError if it is not a run store),
+    answering requests for this machine and for ``host`` (:func:`allowed_hosts`)."""
     path = Path(store_path)
     connect(path).close()  # fail now, not on the first request
 
@@ -118,7 +153,7 @@ def create_app(store_path: str | Path) -> Starlette:
 
     def runs_api(request: Request, store: ReadOnlyStore) -> Response:
         document, _ = views.runs_view(store, query(request))
-        return JSONResponse(document)
+        return SafeJSON(document)
 
     def run_html(request: Request, store: ReadOnlyStore) -> Response:
         record = record_of(request, store)
@@ -127,32 +162,40 @@ def create_app(store_path: str | Path) -> Starlette:
 
     def run_api(request: Request, store: ReadOnlyStore) -> Response:
         record = record_of(request, store)
-        return JSONResponse(views.run_view(store, record, query(request)))
+        return SafeJSON(views.run_view(store, record, query(request)))
 
     def progress_api(request: Request, store: ReadOnlyStore) -> Response:
-        return JSONResponse(store.progress(record_of(request, store)))
+        return SafeJSON(store.progress(record_of(request, store)))
+
+    def case_id(request: Request) -> str:
+        if "case_id" in request.path_params:
+            return str(request.path_params["case_id"])
+        if "id" not in request.query_params:
+            raise ValueError("which case? /runs/RUN/case?id=CASE_ID")
+        return request.query_params["id"]
 
     def case_html(request: Request, store: ReadOnlyStore) -> Response:
         record = record_of(request, store)
-        document = views.case_view(store, record, request.path_params["case_id"])
+        document = views.case_view(store, record, case_id(request))
         return HTMLResponse(case_page.case_page(record, document))
 
     def case_api(request: Request, store: ReadOnlyStore) -> Response:
         record = record_of(request, store)
-        return JSONResponse(views.case_view(store, record, request.path_params["case_id"]))
+        return SafeJSON(views.case_view(store, record, case_id(request)))
 
-    def compared(request: Request) -> list[str]:
-        return views.compared_ids(query(request), request.query_params.getlist("run"))
+    def compare_document(request: Request, store: ReadOnlyStore) -> dict[str, Any]:
+        values = [*request.query_params.getlist("runs"), *request.query_params.getlist("run")]
+        ids, by_created = views.compared_ids(values)
+        return views.compare_view(store, ids, by_created)
 
     def compare_html(request: Request, store: ReadOnlyStore) -> Response:
-        ids = compared(request)
-        document = views.compare_view(store, ids)
-        records = [store.get_run(run_id) for run_id in ids]
+        document = compare_document(request, store)
+        records = [store.get_run(run["id"]) for run in document["runs"]]
         show = request.query_params.get("show", "")
         return HTMLResponse(pages.compare_page(document, show, records))
 
     def compare_api(request: Request, store: ReadOnlyStore) -> Response:
-        return JSONResponse(views.compare_view(store, compared(request)))
+        return SafeJSON(compare_document(request, store))
 
     def asset(body: str, media_type: str) -> Callable[[Request], Response]:
         def serve(request: Request) -> Response:
@@ -172,6 +215,8 @@ def create_app(store_path: str | Path) -> Starlette:
         Route("/api/runs/{run_id}/progress", endpoint(progress_api)),
         Route("/runs/{run_id}/cases/{case_id:path}", endpoint(case_html)),
         Route("/api/runs/{run_id}/cases/{case_id:path}", endpoint(case_api)),
+        Route("/runs/{run_id}/case", endpoint(case_html)),
+        Route("/api/runs/{run_id}/case", endpoint(case_api)),
         Route("/compare", endpoint(compare_html)),
         Route("/api/compare", endpoint(compare_api)),
         Route("/static/style.css", asset(STYLE_CSS, "text/css; charset=utf-8")),
@@ -187,6 +232,7 @@ def create_app(store_path: str | Path) -> Starlette:
         return _failure(request, 405, "the UI is read-only: only GET requests")
 
     app = Starlette(routes=routes, exception_handlers={404: not_found, 405: not_allowed})
+    app.add_middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts(host))
     app.add_middleware(SecurityHeaders)
     app.state.store_path = path
     return app

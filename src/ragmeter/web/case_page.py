@@ -8,12 +8,11 @@ from __future__ import annotations
 from typing import Any
 
 from ragmeter.models import RunRecord
+from ragmeter.reports.html.format import esc, number
 from ragmeter.web.html import (
     case_url,
     cell,
-    e,
     layout,
-    number,
     pretty_json,
     raw_cell,
     run_url,
@@ -30,22 +29,22 @@ def marked_answer(answer: str, highlights: list[dict[str, Any]]) -> str:
         start, end = item["start"], item["end"]
         if start < at:
             continue
-        parts.append(e(answer[at:start]))
+        parts.append(esc(answer[at:start]))
         kind = "leak" if item["kind"] == "leak" else "unsupported"
         label = "leaked" if kind == "leak" else "unsupported claim"
         parts.append(
-            f'<mark class="{kind}" title="{e(label)}: {e(item["note"])}">'
-            f"{e(answer[start:end])}</mark>"
+            f'<mark class="{kind}" title="{esc(label)}: {esc(item["note"])}">'
+            f"{esc(answer[start:end])}</mark>"
         )
         at = end
-    parts.append(e(answer[at:]))
+    parts.append(esc(answer[at:]))
     return "".join(parts)
 
 
 def _text_block(label: str, text: str | None, role: str) -> str:
     if text is None or text == "":
-        return f'<h2>{e(label)}</h2><p class="muted">(none)</p>'
-    return f'<h2>{e(label)}</h2><div class="box" data-role="{e(role)}">{e(text)}</div>'
+        return f'<h2>{esc(label)}</h2><p class="muted">(none)</p>'
+    return f'<h2>{esc(label)}</h2><div class="box" data-role="{esc(role)}">{esc(text)}</div>'
 
 
 def _chunks(chunks: list[dict[str, Any]]) -> str:
@@ -62,9 +61,9 @@ def _chunks(chunks: list[dict[str, Any]]) -> str:
         score = f" · score {chunk['score']:.3f}" if isinstance(chunk.get("score"), float) else ""
         items.append(
             f'<li class="chunk" data-gold="{"yes" if chunk["gold"] else "no"}">'
-            f"{gold}<strong>#{e(chunk.get('rank'))} {e(chunk.get('id') or '(no id)')}</strong>"
-            f' <span class="muted">{e(where)}{e(score)}</span>'
-            f'<div class="box" data-role="chunk-text">{e(chunk.get("text") or "")}</div></li>'
+            f"{gold}<strong>#{esc(chunk.get('rank'))} {esc(chunk.get('id') or '(no id)')}</strong>"
+            f' <span class="muted">{esc(where)}{esc(score)}</span>'
+            f'<div class="box" data-role="chunk-text">{esc(chunk.get("text") or "")}</div></li>'
         )
     return f'<ol class="chunks">{"".join(items)}</ol>'
 
@@ -95,7 +94,7 @@ def _scores(scores: list[dict[str, Any]]) -> str:
             else ""
         )
         rows.append(
-            f'<tr data-metric="{e(score["metric"])}"><th scope="row">{e(score["metric"])}</th>'
+            f'<tr data-metric="{esc(score["metric"])}"><th scope="row">{esc(score["metric"])}</th>'
             + cell(number(score["value"]), "num", ' data-role="value"')
             + cell(score["status"], _STATUS_CSS.get(score["status"], ""))
             + cell(score["reason"] or "", "text")
@@ -122,11 +121,11 @@ def _judge_calls(calls: list[dict[str, Any]]) -> str:
             ("finish reason", call["finish_reason"]),
             ("error", call["error"]),
         ]
-        body = "".join(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in facts if v is not None)
+        body = "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in facts if v is not None)
         parts.append(
-            f'<details><summary>{e(summary)}</summary><dl class="facts">{body}</dl>'
+            f'<details><summary>{esc(summary)}</summary><dl class="facts">{body}</dl>'
             f"<h4>Prompt</h4><pre>{pretty_json(call['messages'])}</pre>"
-            f"<h4>Output</h4><pre>{e(call['output_text'] or '')}</pre>"
+            f"<h4>Output</h4><pre>{esc(call['output_text'] or '')}</pre>"
             f"<h4>Parameters</h4><pre>{pretty_json(call['params'])}</pre></details>"
         )
     return "".join(parts)
@@ -145,9 +144,9 @@ def case_page(record: RunRecord, document: dict[str, Any]) -> str:
     if result and result["status"] != "ok":
         facts.append(("error", f"{result['error_type']}: {result['error_message']}"))
     body = [
-        f"<h1>Case {e(case['case_id'])}</h1>",
+        f"<h1>Case {esc(case['case_id'])}</h1>",
         '<dl class="facts">'
-        + "".join(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in facts if v is not None)
+        + "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in facts if v is not None)
         + "</dl>",
         _text_block("Question", case["question"], "question"),
         _text_block("Reference answer", case.get("reference_answer"), "reference"),
@@ -167,8 +166,8 @@ def case_page(record: RunRecord, document: dict[str, Any]) -> str:
         _judge_calls(document["judge_calls"]),
         "<h2>Case labels</h2><details><summary>as stored</summary>"
         f"<pre>{pretty_json(case)}</pre></details>",
-        f'<p><a href="{e(run_url(record.id))}#cases">Back to the cases of {e(record.name)}</a>'
-        f' · <a href="{e(case_url(record.id, case["case_id"]))}">permalink</a></p>',
+        f'<p><a href="{esc(run_url(record.id))}#cases">Back to the cases of {esc(record.name)}</a>'
+        f' · <a href="{esc(case_url(record.id, case["case_id"]))}">permalink</a></p>',
     ]
     crumbs = [("Runs", "/"), (record.name, run_url(record.id)), (case["case_id"], None)]
     return layout(f"Case {case['case_id']}", "".join(body), crumbs)

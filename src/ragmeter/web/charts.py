@@ -7,16 +7,12 @@ classes (presentation only, so the Content-Security-Policy needs no inline style
 from __future__ import annotations
 
 import math
-from html import escape
 
+from ragmeter.reports.html.format import esc
 from ragmeter.scoring.pareto import ParetoPoint
 
 WIDTH, HEIGHT = 640, 240
 LEFT, RIGHT, TOP, BOTTOM = 56, 16, 14, 40
-
-
-def _e(value: object) -> str:
-    return escape(str(value), quote=True)
 
 
 def _tick(value: float) -> str:
@@ -51,7 +47,7 @@ def latency_histogram(bins: list[tuple[float, float, int]], label: str = "latenc
     parts = [
         f'<svg class="chart" role="img" viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}"'
         f' height="{HEIGHT}" aria-labelledby="lat-title">',
-        f'<title id="lat-title">Histogram of {_e(label)}: {sum(n for _, _, n in bins)} answers,'
+        f'<title id="lat-title">Histogram of {esc(label)}: {sum(n for _, _, n in bins)} answers,'
         f" {_tick(bins[0][0])} to {_tick(bins[-1][1])}</title>",
     ]
     for index, (low, high, count) in enumerate(bins):
@@ -68,7 +64,7 @@ def latency_histogram(bins: list[tuple[float, float, int]], label: str = "latenc
         f'<line class="axis" x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{base}"/>',
         f'<text x="{LEFT}" y="{base + 16}" text-anchor="middle">{_tick(bins[0][0])}</text>',
         f'<text x="{WIDTH - RIGHT}" y="{base + 16}" text-anchor="end">{_tick(bins[-1][1])}</text>',
-        f'<text x="{LEFT + plot_w / 2}" y="{HEIGHT - 6}" text-anchor="middle">{_e(label)}</text>',
+        f'<text x="{LEFT + plot_w / 2}" y="{HEIGHT - 6}" text-anchor="middle">{esc(label)}</text>',
         f'<text x="{LEFT - 6}" y="{TOP + 10}" text-anchor="end">{peak}</text>',
         f'<text x="{LEFT - 6}" y="{base}" text-anchor="end">0</text>',
         "</svg>",
@@ -106,7 +102,7 @@ def pareto_chart(points: list[ParetoPoint], quality: str) -> str:
     parts = [
         f'<svg class="chart" role="img" viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}"'
         f' height="{HEIGHT}" aria-labelledby="pareto-title">',
-        f'<title id="pareto-title">Pareto chart: {_e(quality)} against {_e(x_label)};'
+        f'<title id="pareto-title">Pareto chart: {esc(quality)} against {esc(x_label)};'
         f" {sum(p.on_frontier for p in shown)} of {len(shown)} runs on the frontier</title>",
     ]
     frontier = sorted((p for p in shown if p.on_frontier), key=lambda p: float(getattr(p, axis)))
@@ -121,21 +117,21 @@ def pareto_chart(points: list[ParetoPoint], quality: str) -> str:
         state = "on the frontier" if point.on_frontier else "dominated"
         parts.append(
             f'<circle class="{css}" cx="{x_of(x):.1f}" cy="{y_of(y):.1f}" r="6">'
-            f"<title>{_e(point.run_id)}: {_e(quality)} {y:.3f}, {_e(x_label)} {_tick(x)},"
+            f"<title>{esc(point.run_id)}: {esc(quality)} {y:.3f}, {esc(x_label)} {_tick(x)},"
             f" {state}</title></circle>"
-            f'<text x="{x_of(x) + 9:.1f}" y="{y_of(y) + 4:.1f}">{_e(point.run_id)}</text>'
+            f'<text x="{x_of(x) + 9:.1f}" y="{y_of(y) + 4:.1f}">{esc(point.run_id)}</text>'
         )
     base = TOP + plot_h
     parts += [
         f'<line class="axis" x1="{LEFT}" y1="{base}" x2="{LEFT + plot_w}" y2="{base}"/>',
         f'<line class="axis" x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{base}"/>',
         f'<text x="{LEFT + plot_w / 2}" y="{HEIGHT - 6}" text-anchor="middle">'
-        f"{_e(x_label)} (lower is better)</text>",
+        f"{esc(x_label)} (lower is better)</text>",
         f'<text x="{LEFT - 6}" y="{y_of(y_high) + 4:.1f}" text-anchor="end">{y_high:.3f}</text>',
         f'<text x="{LEFT - 6}" y="{y_of(y_low) + 4:.1f}" text-anchor="end">{y_low:.3f}</text>',
         f'<text x="{x_of(x_low):.1f}" y="{base + 16}" text-anchor="middle">{_tick(x_low)}</text>',
         f'<text x="{x_of(x_high):.1f}" y="{base + 16}" text-anchor="middle">{_tick(x_high)}</text>',
-        f'<text x="8" y="{TOP + 4}" text-anchor="start">{_e(quality)} ↑</text>',
+        f'<text x="8" y="{TOP + 4}" text-anchor="start">{esc(quality)} ↑</text>',
         "</svg>",
     ]
     return "".join(parts)

@@ -9,6 +9,7 @@ of thousands of cases costs one page's rows a request.
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -190,7 +191,7 @@ class ReadOnlyStore:
             "SELECT latency_ms FROM responses WHERE run_id = ? AND latency_ms IS NOT NULL",
             (run_id,),
         )
-        return [float(row[0]) for row in found]
+        return [v for v in (float(row[0]) for row in found) if math.isfinite(v)]
 
     def judge_cost(self, run_id: str) -> dict[str, Any]:
         row = self.db.execute(
@@ -344,6 +345,8 @@ class ReadOnlyStore:
             (run_id,),
         )
         for case_id, metric, value, label in found:
+            if not math.isfinite(value):  # Inf (older or foreign stores): not a value
+                continue
             values.setdefault(metric, {})[case_id] = float(value)
             if label in ("true", "false"):
                 labels.setdefault(metric, {})[case_id] = label == "true"

@@ -5,15 +5,24 @@ from __future__ import annotations
 from typing import Any
 
 from ragmeter.models import RunRecord
+from ragmeter.reports.html.format import (
+    CORRECTIONS,
+    change,
+    change_interval_text,
+    change_text,
+    correction_label,
+    esc,
+    number,
+    p_text,
+)
+from ragmeter.scoring.compare import Comparison
 from ragmeter.scoring.pareto import ParetoPoint
 from ragmeter.web.charts import pareto_chart
 from ragmeter.web.html import (
     Header,
     case_url,
     cell,
-    e,
     layout,
-    number,
     pager,
     raw_cell,
     run_url,
@@ -27,7 +36,7 @@ _VERDICT_CSS = {"better": "good", "worse": "warn", "regression": "bad"}
 
 
 def _run_link(run: dict[str, Any]) -> str:
-    return f'<a href="{e(run_url(run["id"]))}">{e(run["name"])}</a>'
+    return f'<a href="{esc(run_url(run["id"]))}">{esc(run["name"])}</a>'
 
 
 def runs_page(document: dict[str, Any]) -> str:
@@ -37,7 +46,7 @@ def runs_page(document: dict[str, Any]) -> str:
     form = (
         '<form class="filters" method="get" action="/" role="search" aria-label="Filter runs">'
         '<label>Search name or id<input type="search" name="q" id="run-search"'
-        f' value="{e(filters["q"] or "")}"></label>'
+        f' value="{esc(filters["q"] or "")}"></label>'
         f"{select('status', 'Status', status_options, filters['status'])}"
         f"{select('dataset', 'Dataset', dataset_options, filters['dataset'])}"
         '<button type="submit">Apply</button></form>'
@@ -47,11 +56,11 @@ def runs_page(document: dict[str, Any]) -> str:
         failed = run["targets_failed"]
         targets = f"{run['targets_passed']} pass" + (f", {len(failed)} fail" if failed else "")
         box = (
-            f'<input type="checkbox" name="run" value="{e(run["id"])}"'
-            f' aria-label="Select run {e(run["name"])} ({e(run["id"])}) for comparison">'
+            f'<input type="checkbox" name="runs" value="{esc(run["id"])}"'
+            f' aria-label="Select run {esc(run["name"])} ({esc(run["id"])}) for comparison">'
         )
         rows.append(
-            f'<tr data-run="{e(run["id"])}">'
+            f'<tr data-run="{esc(run["id"])}">'
             + raw_cell(box)
             + raw_cell(_run_link(run), "text")
             + cell(run["id"])
@@ -85,7 +94,8 @@ def runs_page(document: dict[str, Any]) -> str:
         '<form id="compare-form" method="get" action="/compare">'
         '<p><button type="submit" id="compare-button">Compare selected runs</button> '
         '<span id="compare-count" class="muted" aria-live="polite"></span> '
-        '<span class="muted">(the first ticked run is the baseline)</span></p>'
+        '<span class="muted">(the oldest ticked run is the baseline; the others are compared'
+        " with it)</span></p>"
         f"{listing}</form>"
     )
     params = {k: v for k, v in filters.items() if v}
@@ -100,38 +110,31 @@ def runs_page(document: dict[str, Any]) -> str:
 
 
 # comparisons --------------------------------------------------------------------------------
-def _p_value(value: float | None) -> str:
-    if value is None:
-        return "-"
-    return "<0.0001" if value < 1e-4 else f"{value:.4f}"
-
-
-def _interval(row: dict[str, Any]) -> str:
-    if row["ci_low"] is None or row["ci_high"] is None:
-        return "-"
-    return f"{row['ci_low']:.3f} \u2013 {row['ci_high']:.3f}"
-
-
-def _comparison_table(comparison: dict[str, Any], show: str) -> str:
+def _comparison_table(document: dict[str, Any], show: str) -> str:
+    comparison = Comparison.model_validate(document)
+    adjusted = correction_label(comparison)
     rows = []
     quiet = 0
-    for row in comparison["rows"]:
-        changed = row["verdict"] in _VERDICT_CSS or (row["delta"] not in (None, 0.0))
+    for row in comparison.rows:
+        changed = row.verdict in _VERDICT_CSS or (row.delta not in (None, 0.0))
         if show != "all" and not changed:
             quiet += 1
             continue
-        arrow = "↑" if row["higher_is_better"] else "↓"
+        arrow = "↑" if row.higher_is_better else "↓"
+        total = row.total_diff is not None
         rows.append(
-            f'<tr data-metric="{e(row["metric"])}">'
-            f'<th scope="row">{e(row["metric"])} <span class="muted">{arrow}</span></th>'
-            + cell(number(row["baseline"]), "num", ' data-role="baseline"')
-            + cell(number(row["candidate"]), "num", ' data-role="candidate"')
-            + cell(number(row["delta"]), "num", ' data-role="delta"')
-            + cell(number(row["mean_diff"]), "num")
-            + cell(_interval(row), "num")
-            + cell(_p_value(row["p_value"]), "num", ' data-role="p"')
-            + cell(row["test"])
-            + cell(row["verdict"].replace("_", " "), _VERDICT_CSS.get(row["verdict"], ""))
+            f'<tr data-metric="{esc(row.metric)}">'
+            f'<th scope="row">{esc(row.metric)} <span class="muted">{arrow}</span></th>'
+            + cell(number(row.baseline), "num", ' data-role="baseline"')
+            + cell(number(row.candidate), "num", ' data-role="candidate"')
+            + cell(number(row.delta), "num", ' data-role="delta"')
+            + cell(change_text(change(row)[0], total), "num", ' data-role="paired"')
+            + cell(change_interval_text(row), "num", ' data-role="ci"')
+            + cell(p_text(row.p_value), "num", ' data-role="p"')
+            + cell(p_text(row.p_adjusted), "num", ' data-role="p-adjusted"')
+            + cell(number(row.mde), "num", ' data-role="mde"')
+            + cell(row.test)
+            + cell(row.verdict.replace("_", " "), _VERDICT_CSS.get(row.verdict, ""))
             + "</tr>"
         )
     headers: list[Header] = [
@@ -142,12 +145,17 @@ def _comparison_table(comparison: dict[str, Any], show: str) -> str:
         ("paired Δ", "num"),
         ("95% CI of paired Δ", "num"),
         ("p", "num"),
+        (adjusted, "num"),
+        ("MDE", "num"),
         "test",
         "verdict",
     ]
     caption = (
-        f"{comparison['n_shared_cases']} shared cases, alpha {comparison['alpha']}, margin "
-        f"{comparison['margin']}"
+        f"{comparison.n_shared_cases} shared cases, alpha {comparison.alpha}, margin "
+        f"{comparison.margin}, {CORRECTIONS.get(comparison.correction, '')}: {adjusted} is p "
+        "corrected over the gated metrics (the verdict reads it); MDE: the smallest change "
+        f"detectable at power {comparison.power:g} (per case); a total's paired Δ and interval "
+        "are its change over the shared cases"
         + (f"; {quiet} metrics with no difference hidden" if quiet else "")
     )
     return table(headers, rows, caption=caption, css="compare")
@@ -162,13 +170,13 @@ def _flips(comparison: dict[str, Any], limit: int = 30) -> str:
 
         def links(ids: list[str]) -> str:
             shown = ", ".join(
-                f'<a href="{e(case_url(candidate, case_id))}">{e(case_id)}</a>'
+                f'<a href="{esc(case_url(candidate, case_id))}">{esc(case_id)}</a>'
                 for case_id in ids[:limit]
             )
             return shown + (f" (+{len(ids) - limit} more)" if len(ids) > limit else "")
 
         items.append(
-            f"<li><strong>{e(row['metric'])}</strong>: "
+            f"<li><strong>{esc(row['metric'])}</strong>: "
             f'<span class="bad">pass → fail {len(row["pass_to_fail"])}</span> '
             f"{links(row['pass_to_fail'])} · "
             f'<span class="good">fail → pass {len(row["fail_to_pass"])}</span> '
@@ -177,37 +185,72 @@ def _flips(comparison: dict[str, Any], limit: int = 30) -> str:
     return f"<ul>{''.join(items)}</ul>" if items else '<p class="muted">No case flipped.</p>'
 
 
+def _order_note(document: dict[str, Any], names: dict[str, str]) -> str:
+    """ "baseline X -> candidate Y" in words, how the order was chosen, and a link that swaps
+    the baseline with each candidate."""
+    runs = [run["id"] for run in document["runs"]]
+
+    def named(run_id: str) -> str:
+        return f"<strong>{esc(names.get(run_id, ''))}</strong> ({esc(run_id)})"
+
+    candidates = ", ".join(named(run_id) for run_id in runs[1:])
+    swaps = []
+    for position, run_id in enumerate(runs[1:], start=1):
+        order = [run_id, *runs[1:position], runs[0], *runs[position + 1 :]]
+        href = with_query("/compare", {"runs": ",".join(order)})
+        label = "swap" if len(runs) == 2 else f"make {names.get(run_id, run_id)} the baseline"
+        swaps.append(f'<a href="{esc(href)}" data-role="swap">{esc(label)}</a>')
+    how = (
+        "the oldest of the ticked runs is the baseline"
+        if document.get("order") == "created"
+        else "in the order given"
+    )
+    return (
+        f'<p id="compare-order">baseline {named(runs[0])} → '
+        f"candidate{'s' if len(runs) > 2 else ''} {candidates} "
+        f'<span class="muted">({esc(how)})</span> · {" · ".join(swaps)}</p>'
+    )
+
+
 def compare_page(document: dict[str, Any], show: str, records: list[RunRecord]) -> str:
     names = {r.id: r.name for r in records}
     rows = []
     for position, run in enumerate(document["runs"]):
+        role = "baseline" if position == 0 else f"candidate {position}"
         rows.append(
-            f'<tr data-run="{e(run["id"])}">'
-            + cell("baseline" if position == 0 else f"candidate {position}")
+            f'<tr data-run="{esc(run["id"])}">'
+            + cell(role, "", ' data-role="role"')
             + raw_cell(_run_link(run), "text")
             + cell(run["id"])
             + cell(run["status"])
+            + cell(run["created_at"])
             + cell(run["question_count"], "num")
             + cell(number(run["weighted_score"]), "num", ' data-role="weighted"')
             + "</tr>"
         )
-    parts = [
-        "<h1>Compare runs</h1>",
-        table(["role", "run", "id", "status", ("questions", "num"), ("weighted", "num")], rows),
+    headers: list[Header] = [
+        "role",
+        "run",
+        "id",
+        "status",
+        "created",
+        ("questions", "num"),
+        ("weighted", "num"),
     ]
+    parts = ["<h1>Compare runs</h1>", _order_note(document, names), table(headers, rows)]
     ids = ",".join(run["id"] for run in document["runs"])
     toggle = "all" if show != "all" else ""
     label = "Show every metric" if show != "all" else "Show changed metrics only"
     href = with_query("/compare", {"runs": ids, "show": toggle})
-    parts.append(f'<p><a href="{e(href)}">{label}</a></p>')
+    parts.append(f'<p><a href="{esc(href)}">{label}</a></p>')
     for comparison in document["comparisons"]:
         title = (
-            f"{names.get(comparison['candidate'], '')} ({comparison['candidate']}) vs baseline "
-            f"{names.get(comparison['baseline'], '')} ({comparison['baseline']})"
+            f"baseline {names.get(comparison['baseline'], '')} ({comparison['baseline']}) → "
+            f"candidate {names.get(comparison['candidate'], '')} ({comparison['candidate']})"
         )
         parts += [
-            f'<section aria-label="{e(title)}" data-candidate="{e(comparison["candidate"])}">',
-            f"<h2>{e(title)}</h2>",
+            f'<section aria-label="{esc(title)}" data-candidate="{esc(comparison["candidate"])}">',
+            f"<h2>{esc(title)}</h2>",
             _comparison_table(comparison, show),
             "<h3>Flipped cases (binary metrics)</h3>",
             _flips(comparison),
@@ -220,7 +263,7 @@ def compare_page(document: dict[str, Any], show: str, records: list[RunRecord]) 
     if pareto["left_out"]:
         parts.append(
             f'<p class="muted">Left out (not measured for every run): '
-            f"{e(', '.join(pareto['left_out']))}</p>"
+            f"{esc(', '.join(pareto['left_out']))}</p>"
         )
     point_rows = [
         f"<tr>{cell(p.run_id)}{cell(number(p.quality), 'num')}{cell(number(p.cost, 5), 'num')}"

@@ -7,17 +7,15 @@ from __future__ import annotations
 from typing import Any
 
 from ragmeter.models import MetricSummary, RunRecord
+from ragmeter.reports.console import format_value, target_value
+from ragmeter.reports.html.format import esc, metric_interval, number
 from ragmeter.reports.perspectives import by_perspective, headline_metrics
 from ragmeter.web.charts import latency_histogram
 from ragmeter.web.html import (
     Header,
     case_url,
     cell,
-    e,
-    interval,
     layout,
-    metric_value,
-    number,
     pager,
     pretty_json,
     raw_cell,
@@ -31,7 +29,7 @@ _STATUS_CSS = {"ok": "good", "pass": "good", "fail": "bad", "error": "bad", "fai
 
 
 def _facts(items: list[tuple[str, object]]) -> str:
-    body = "".join(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in items if v not in (None, ""))
+    body = "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in items if v not in (None, ""))
     return f'<dl class="facts">{body}</dl>'
 
 
@@ -39,10 +37,10 @@ def _scorecard(record: RunRecord) -> str:
     parts = []
     for perspective, summaries in by_perspective(record).items():
         rows = [
-            f'<tr data-metric="{e(s.name)}"><th scope="row">{e(s.name)} '
+            f'<tr data-metric="{esc(s.name)}"><th scope="row">{esc(s.name)} '
             f'<span class="muted">{"↑" if s.higher_is_better else "↓"}</span></th>'
-            + cell(metric_value(s, s.value), "num", ' data-role="value"')
-            + cell(interval(s), "num", ' data-role="ci"')
+            + cell(format_value(s, s.value), "num", ' data-role="value"')
+            + cell(metric_interval(s), "num", ' data-role="ci"')
             + cell(s.n_scored, "num")
             + cell(s.n_skipped, "num")
             + cell(s.n_failed, "num bad" if s.n_failed else "num")
@@ -59,9 +57,10 @@ def _scorecard(record: RunRecord) -> str:
             ("failed", "num"),
             "group",
         ]
+        key = esc(perspective)
         parts.append(
-            f'<section aria-labelledby="p-{e(perspective)}" data-perspective="{e(perspective)}">'
-            f'<h3 id="p-{e(perspective)}">{e(perspective.replace("_", " "))}</h3>'
+            f'<section aria-labelledby="p-{key}" data-perspective="{key}">'
+            f'<h3 id="p-{esc(perspective)}">{esc(perspective.replace("_", " "))}</h3>'
             f"{table(headers, rows)}</section>"
         )
     return "".join(parts) or '<p class="muted">No scorecard yet.</p>'
@@ -71,9 +70,9 @@ def _targets(record: RunRecord) -> str:
     if not record.targets:
         return '<p class="muted">No targets.</p>'
     rows = [
-        f'<tr data-metric="{e(t.metric)}"><th scope="row">{e(t.metric)}</th>'
+        f'<tr data-metric="{esc(t.metric)}"><th scope="row">{esc(t.metric)}</th>'
         + cell(f"{t.op} {t.threshold:g}", "num")
-        + cell(number(t.value), "num")
+        + cell(target_value(t, record.scorecard), "num", ' data-role="value"')
         + cell(t.status.replace("_", " "), _STATUS_CSS.get(t.status, ""))
         + cell("optional" if t.optional else "")
         + "</tr>"
@@ -101,15 +100,15 @@ def _breakdowns(record: RunRecord) -> str:
             values = []
             for name in names:
                 s = by_name.get(name)
-                values.append(cell(metric_value(s, s.value) if s else "-", "num"))
+                values.append(cell(format_value(s, s.value) if s else "-", "num"))
             count = max((s.n_scored + s.n_skipped + s.n_failed for s in summaries), default=0)
             rows.append(
-                f'<tr><th scope="row">{e(group)}</th>{cell(count, "num")}{"".join(values)}</tr>'
+                f'<tr><th scope="row">{esc(group)}</th>{cell(count, "num")}{"".join(values)}</tr>'
             )
         headers: list[Header] = [field, ("cases", "num")]
         headers += [(name, "num") for name in names]
         parts.append(
-            f"<details><summary>by {e(field)} ({len(groups)} groups)</summary>"
+            f"<details><summary>by {esc(field)} ({len(groups)} groups)</summary>"
             f"{table(headers, rows)}</details>"
         )
     return "".join(parts)
@@ -120,7 +119,7 @@ def _latency_facts(record: RunRecord) -> str:
     found = (
         [card.get(name) for name in ("latency_p50", "latency_p95", "latency_p99")] if card else []
     )
-    return _facts([(s.name, metric_value(s, s.value)) for s in found if s is not None])
+    return _facts([(s.name, format_value(s, s.value)) for s in found if s is not None])
 
 
 def _cost(record: RunRecord, document: dict[str, Any]) -> str:
@@ -128,7 +127,7 @@ def _cost(record: RunRecord, document: dict[str, Any]) -> str:
     items: list[tuple[str, object]] = []
     cost = record.scorecard.get("cost_per_query") if record.scorecard else None
     if cost is not None and cost.value is not None:
-        items.append(("cost per query", metric_value(cost, cost.value)))
+        items.append(("cost per query", format_value(cost, cost.value)))
     target_cost = record.performance.get("cost")
     if isinstance(target_cost, dict):
         for key, value in target_cost.items():
@@ -148,7 +147,7 @@ def _progress(document: dict[str, Any]) -> str:
         return ""
     state = "in flight" if progress["live"] else "not driven by any process (interrupted?)"
     fields = "".join(
-        f'<dt>{e(label)}</dt><dd data-field="{key}">{e(progress[key])}</dd>'
+        f'<dt>{esc(label)}</dt><dd data-field="{key}">{esc(progress[key])}</dd>'
         for key, label in (
             ("status", "status"),
             ("questions", "questions"),
@@ -157,9 +156,12 @@ def _progress(document: dict[str, Any]) -> str:
             ("errors", "errors"),
         )
     )
+    live = "yes" if progress["live"] else "no"
+    refresh = "; refreshes every 2 s" if progress["live"] else ""
     return (
-        f'<section id="progress" data-run="{e(progress["run_id"])}" aria-live="polite">'
-        f"<h2>Progress ({e(state)}; refreshes every 2 s)</h2>"
+        f'<section id="progress" data-run="{esc(progress["run_id"])}" data-live="{live}"'
+        ' aria-live="polite">'
+        f'<h2>Progress (<span data-role="state">{esc(state)}</span>{refresh})</h2>'
         f'<dl class="facts">{fields}</dl></section>'
     )
 
@@ -168,7 +170,7 @@ def _case_table(record: RunRecord, document: dict[str, Any]) -> str:
     filters = document["case_filters"]
     metrics = [m.name for m in record.scorecard.metrics] if record.scorecard else []
     form = (
-        f'<form class="filters" method="get" action="{e(run_url(record.id))}#cases"'
+        f'<form class="filters" method="get" action="{esc(run_url(record.id))}#cases"'
         ' aria-label="Filter cases">'
         + select(
             "status",
@@ -200,9 +202,9 @@ def _case_table(record: RunRecord, document: dict[str, Any]) -> str:
         shown = ", ".join(problems[:6]) + (f" (+{len(problems) - 6})" if len(problems) > 6 else "")
         question = item["question"]
         rows.append(
-            f'<tr data-case="{e(item["case_id"])}">'
+            f'<tr data-case="{esc(item["case_id"])}">'
             + raw_cell(
-                f'<a href="{e(case_url(record.id, item["case_id"]))}">{e(item["case_id"])}</a>'
+                f'<a href="{esc(case_url(record.id, item["case_id"]))}">{esc(item["case_id"])}</a>'
             )
             + cell(question if len(question) <= 120 else question[:119] + "…", "text")
             + cell(item["category"] or "")
@@ -241,7 +243,7 @@ def run_page(record: RunRecord, document: dict[str, Any]) -> str:
         ]
     )
     body = [
-        f"<h1>{e(record.name)}</h1>",
+        f"<h1>{esc(record.name)}</h1>",
         facts,
         _progress(document),
         "<h2>Scorecard by perspective</h2>",

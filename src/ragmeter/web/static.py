@@ -97,16 +97,17 @@ APP_JS = """
     var button = document.getElementById("compare-button");
     var count = document.getElementById("compare-count");
     var update = function () {
-      var ticked = form.querySelectorAll("input[name=run]:checked").length;
+      var ticked = form.querySelectorAll("input[name=runs]:checked").length;
       button.disabled = ticked < 2;
       count.textContent = ticked + " selected";
     };
     form.addEventListener("change", update);
     update();
   }
-  // a run in flight: poll its progress every 2 s, reload once it is no longer running
+  // a run in flight: poll its progress every 2 s, reload once it is no longer running; stop
+  // polling when no live process drives it (a run left "running" by a process that died)
   var progress = document.getElementById("progress");
-  if (progress && progress.dataset.run) {
+  if (progress && progress.dataset.run && progress.dataset.live === "yes") {
     var url = "/api/runs/" + encodeURIComponent(progress.dataset.run) + "/progress";
     var timer = window.setInterval(function () {
       fetch(url, { headers: { Accept: "application/json" } })
@@ -120,6 +121,10 @@ APP_JS = """
           if (data.status !== "running") {
             window.clearInterval(timer);
             window.location.reload();
+          } else if (!data.live) {
+            window.clearInterval(timer);
+            var state = progress.querySelector("[data-role=state]");
+            if (state) { state.textContent = "not driven by any process (interrupted?)"; }
           }
         })
         .catch(function () { /* the server went away: try again in 2 s */ });

@@ -3,12 +3,14 @@ are rendered from them (``pages.py``), so the two never disagree."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict
 from typing import Any
 
 from ragmeter.metrics.base import PERSPECTIVES
 from ragmeter.metrics.retrieval import all_passages, case_level, matches, ranked_chunks
 from ragmeter.models import Case, CaseResult, MetricSummary, RunRecord, Score
+from ragmeter.redaction import redact_text
 from ragmeter.reports.pareto import pareto_points
 from ragmeter.reports.perspectives import by_perspective
 from ragmeter.scoring.compare import RunScores, compare_runs
@@ -123,7 +125,7 @@ def run_view(store: ReadOnlyStore, record: RunRecord, query: dict[str, str]) -> 
         "progress": store.progress(record),
         "categories": store.categories(record.id),
         "case_filters": filters,
-        "cases": [item.as_json() for item in cases.items],
+        "cases": [masked(item.as_json()) for item in cases.items],
         "case_paging": cases.meta(),
     }
 
@@ -208,40 +210,103 @@ def _citations(case: Case, result: CaseResult | None) -> list[dict[str, Any]]:
     return checked
 
 
+def masked(value: Any) -> Any:
+    """``value`` (any JSON-like nesting) with every string passed through
+    :func:`ragmeter.redaction.redact_text`, as the reports mask text: secrets a target or a judge
+    echoed (API keys, tokens, credentials in URLs) never reach a page or an API response."""
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, dict):
+        return {key: masked(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [masked(item) for item in value]
+    return value
+
+
+def masked_answer(answer: str, marks: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+    """The answer masked, and its highlights moved to the masked text: each piece between and
+    within the highlights is masked on its own. Should a secret straddle a highlight's edge
+    (a piece left unmasked), the whole answer is masked and the highlights dropped."""
+    if redact_text(answer) == answer:
+        return answer, [{**m, "note": redact_text(m["note"])} for m in marks]
+    pieces, moved, at = [], [], 0
+    for mark in marks:
+        pieces.append(redact_text(answer[at : mark["start"]]))
+        start = sum(map(len, pieces))
+        pieces.append(redact_text(answer[mark["start"] : mark["end"]]))
+        moved.append(
+            {
+                **mark,
+                "start": start,
+                "end": start + len(pieces[-1]),
+                "note": redact_text(mark["note"]),
+            }
+        )
+        at = mark["end"]
+    pieces.append(redact_text(answer[at:]))
+    shown = "".join(pieces)
+    if redact_text(shown) != shown:
+        return redact_text(answer), []
+    return shown, moved
+
+
+def _score_json(score: Score) -> dict[str, Any]:
+    """A score as data; a non-finite stored value (Inf, NaN: older or foreign stores) is shown
+    as a failed score without a value."""
+    found = asdict(score)
+    if score.value is not None and not math.isfinite(score.value):
+        found.update(value=None, status="failed", reason=f"non-finite value ({score.value})")
+    return found
+
+
 def case_view(store: ReadOnlyStore, record: RunRecord, case_id: str) -> dict[str, Any]:
+    """One case; every stored text masked for secrets (:func:`masked`)."""
     case, result, scores = store.case(record.id, case_id)
-    answer = result.response.answer if result is not None and result.response else ""
+    raw = result.response.answer if result is not None and result.response else ""
+    answer, marks = masked_answer(raw, highlights(raw, scores))
+    shown_case = masked(case.model_dump(mode="json"))
+    shown_case["case_id"] = case.case_id  # the id addresses the case: kept as stored
     return {
         "run_id": record.id,
         "run_name": record.name,
-        "case": case.model_dump(mode="json"),
-        "result": result.model_dump(mode="json") if result is not None else None,
+        "case": shown_case,
+        "result": masked(result.model_dump(mode="json")) if result is not None else None,
         "answer": answer,
-        "highlights": highlights(answer, scores),
-        "retrieved": _chunks(case, result),
-        "citations": _citations(case, result),
-        "scores": [asdict(score) for score in scores],
-        "judge_calls": store.judge_calls(record.id, case_id),
+        "highlights": marks,
+        "retrieved": masked(_chunks(case, result)),
+        "citations": masked(_citations(case, result)),
+        "scores": masked([_score_json(score) for score in scores]),
+        "judge_calls": masked(store.judge_calls(record.id, case_id)),
     }
 
 
 # comparisons ----------------------------------------------------------------------------------
-def compared_ids(query: dict[str, str], repeated: list[str]) -> list[str]:
-    """The run ids of ``?runs=A,B`` and/or ``?run=A&run=B``, in order, without repeats."""
+def compared_ids(values: list[str]) -> tuple[list[str], bool]:
+    """The run ids to compare and whether to order them by creation time.
+
+    One ``runs`` value (``?runs=A,B``, comma-separated) keeps the given order: the first is the
+    baseline. Repeated values (``?runs=A&runs=B``, as the runs list's checkboxes send them, in
+    page order, newest first; or ``?run=A&run=B``) are ordered by creation time: the oldest is
+    the baseline."""
     ids: list[str] = []
-    for part in [*(query.get("runs") or "").split(","), *repeated]:
-        part = part.strip()
-        if part and part not in ids:
-            ids.append(part)
-    return ids
+    for value in values:
+        for part in value.split(","):
+            part = part.strip()
+            if part and part not in ids:
+                ids.append(part)
+    return ids, len(values) > 1
 
 
-def compare_view(store: ReadOnlyStore, ids: list[str]) -> dict[str, Any]:
+def compare_view(store: ReadOnlyStore, ids: list[str], by_created: bool = False) -> dict[str, Any]:
+    """The comparisons of every run with the baseline: the first of ``ids``, or with
+    ``by_created`` the oldest."""
     if len(ids) < 2:
         raise ValueError("pick two or more runs to compare (?runs=BASELINE,CANDIDATE)")
     if len(ids) > MAX_COMPARED:
         raise ValueError(f"compare at most {MAX_COMPARED} runs at a time")
     records = [store.get_run(run_id) for run_id in ids]  # NotFound for an unknown id
+    if by_created:
+        records.sort(key=lambda r: (r.created_at, r.id))
     scores = [RunScores(r, *store.values(r.id)) for r in records]
     base = scores[0]
     comparisons = [compare_runs(base, other) for other in scores[1:]]
@@ -249,6 +314,7 @@ def compare_view(store: ReadOnlyStore, ids: list[str]) -> dict[str, Any]:
     return {
         "runs": [run_summary(r) for r in records],
         "baseline": records[0].id,
+        "order": "created" if by_created else "given",
         "comparisons": [c.model_dump(mode="json") for c in comparisons],
         "pareto": {
             "quality": "weighted_score",
@@ -264,6 +330,7 @@ __all__ = [
     "compare_view",
     "compared_ids",
     "highlights",
+    "masked",
     "run_summary",
     "run_view",
     "runs_view",

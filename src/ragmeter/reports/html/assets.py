@@ -85,7 +85,8 @@ dl.appendChild(el("dt",null,label));dl.appendChild(el("dd",null,text));}
 function scoreRow(tb,c,mi,lows,details){var m=data.metrics[mi],entry=c.s[mi],tr=el("tr");
 var th=el("th",null,m[0]+(m[3]?" \\u2191":" \\u2193"));th.scope="row";tr.appendChild(th);
 var val="",status;if(typeof entry==="number"){val=fmt(m,entry);
-status=lows.indexOf(mi)>=0?"low":"ok";}else{status=entry[0]===2?"failed":"skipped";}
+status=lows.indexOf(mi)>=0?"low":"ok";}else{status=entry[0]===2?"failed":
+(entry[0]===3?"no value":"skipped");}
 tr.appendChild(el("td","num",val));
 tr.appendChild(el("td",status==="failed"?"fail":(status==="low"?"low":null),status));
 var parts=[];if(typeof entry!=="number"&&S(entry[1])!==null){parts.push(S(entry[1]));}

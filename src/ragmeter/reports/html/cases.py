@@ -4,18 +4,20 @@ inline script fills from one embedded JSON blob when it is first opened.
 
 The blob stays compact so a 10,000-case run fits in ~20 MB: scores are one dense array a case
 aligned with the metric list (a number when scored; ``[1, reason]`` skipped, ``[2, reason]``
-failed; ``null`` when the case has no score for the metric); reasons, chunk, document and gold
-ids are interned in one string table and each distinct set of score details in another (a case
-lists ``metric, details`` index pairs); numbers are rounded to 5 significant digits, and
-retrieved chunk text is cut to a length that shrinks as the run grows (its full length is kept
-and shown). Texts are masked for secrets and stripped of
-control characters and escape sequences; the page escapes them (``script_json``) and the script
-inserts them as text only.
+failed (a non-finite stored value too, with the reason "non-finite value"), ``[3, reason]``
+stored "ok" with no value; ``null`` when the case has no score for the metric); reasons, chunk,
+document and gold ids are interned in one string table and each distinct set of score details in
+another (a case lists ``metric, details`` index pairs); numbers are rounded to 5 significant
+digits, and retrieved chunk text is cut to a length that shrinks as the run grows (its full
+length is kept and shown). Texts are masked for secrets and stripped of control characters and
+escape sequences; the page escapes them (``script_json``) and the script inserts them as text
+only.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -24,7 +26,7 @@ from ragmeter.models import Case, CaseResult, MetricSummary, Response, RunRecord
 from ragmeter.redaction import redact_text
 from ragmeter.reports.case_details import is_low
 from ragmeter.reports.detail_lines import detail_lines, useful_details
-from ragmeter.reports.html.page import esc
+from ragmeter.reports.html.format import esc
 from ragmeter.reports.terminal import strip_unsafe
 
 __all__ = ["CaseData", "case_data", "case_table", "chunk_limit", "clean"]
@@ -35,6 +37,7 @@ CHUNK_BUDGET = 4_000_000  # characters of chunk text for the whole report
 CHUNK_MIN, CHUNK_MAX = 80, 600
 NAMES_SHOWN = 3  # failing metrics named in a row before "+N more"
 _STATUS = {"skipped": 1, "failed": 2}
+NO_VALUE = 3  # a score stored "ok" without a value (the CSV's "no value")
 
 
 def clean(text: str | None, limit: int = TEXT_LIMIT) -> str | None:
@@ -55,7 +58,10 @@ def chunk_limit(results: Sequence[CaseResult]) -> int:
     return max(CHUNK_MIN, min(CHUNK_MAX, CHUNK_BUDGET // max(total, 1)))
 
 
-def _number(value: float) -> float | int:
+def _number(value: float) -> float | int | None:
+    """``value`` rounded to 5 significant digits; ``None`` for Inf and NaN (not JSON)."""
+    if not math.isfinite(value):
+        return None
     if float(value).is_integer() and abs(value) < 1e15:
         return int(value)
     return float(f"{value:.5g}")
@@ -183,13 +189,19 @@ class CaseData:
         for score in own:
             position = self.index[score.metric]
             summary = self.summaries.get(score.metric)
-            if score.status == "ok" and score.value is not None:
+            broken = score.value is not None and not math.isfinite(score.value)
+            if score.status == "ok" and score.value is not None and not broken:
                 dense[position] = _number(score.value)
+            elif broken:
+                dense[position] = [2, self.intern(f"non-finite value ({score.value})")]
+            elif score.status == "ok":
+                dense[position] = [NO_VALUE, self.intern(score.reason)]
             else:
                 dense[position] = [_STATUS.get(score.status, 2), self.intern(score.reason)]
-            if score.status == "failed" or is_low(score, summary):
+            failed = score.status == "failed" or broken
+            if failed or (not broken and is_low(score, summary)):
                 failing.append(str(position))
-            if score.status == "failed" and "!" not in failing:
+            if failed and "!" not in failing:
                 failing.append("!")
             if score.details:
                 found = self._details(score.details)

@@ -10,7 +10,17 @@ from collections.abc import Sequence
 from ragmeter import __version__
 from ragmeter.models import Case, CaseResult, RunRecord
 from ragmeter.reports.html.cases import clean
-from ragmeter.reports.html.page import esc, page
+from ragmeter.reports.html.format import (
+    CORRECTIONS,
+    change,
+    change_interval_text,
+    change_text,
+    correction_label,
+    esc,
+    number,
+    p_text,
+)
+from ragmeter.reports.html.page import page
 from ragmeter.reports.html.run import describe_target
 from ragmeter.reports.html.svg import delta_bar, pareto_chart
 from ragmeter.reports.pareto import pareto_points
@@ -35,20 +45,10 @@ _TEST = {
 _ORDER = {"regression": 0, "worse": 1, "better": 2, "no_difference": 3, "not_paired": 4}
 
 
-def _n(value: float | None, digits: int = 3) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
-
-
-def p_text(value: float | None) -> str:
-    if value is None:
-        return "-"
-    return "<0.0001" if value < 1e-4 else f"{value:.4f}"
-
-
 def _runs_table(base: RunRecord, cand: RunRecord) -> str:
     def weighted(record: RunRecord) -> str:
         score = record.weighted_score.score if record.weighted_score else None
-        return _n(score)
+        return number(score)
 
     rows = [
         ("name", base.name, cand.name),
@@ -71,33 +71,26 @@ def _runs_table(base: RunRecord, cand: RunRecord) -> str:
     )
 
 
-def _interval(row: MetricComparison) -> tuple[float | None, float | None, float | None]:
-    """The paired difference and its interval; for a total, scaled to the shared cases."""
-    if row.total_diff is not None:
-        scale = float(row.n_paired)
-        low = row.ci_low * scale if row.ci_low is not None else None
-        high = row.ci_high * scale if row.ci_high is not None else None
-        return row.total_diff, low, high
-    return row.mean_diff, row.ci_low, row.ci_high
-
-
 def _delta_row(row: MetricComparison) -> str:
-    mean, low, high = _interval(row)
+    mean, low, high = change(row)
     bound = max((abs(v) for v in (mean, low, high) if v is not None), default=0.0) * 1.15
     verdict, cls = _VERDICT[row.verdict]
     if not row.gated:
         verdict += " (not gated)"
     arrow = "↑" if row.higher_is_better else "↓"
-    interval = "-" if low is None or high is None else f"{low:+.3f} … {high:+.3f}"
-    label = f"{row.metric}: paired difference {_n(mean)}, 95% interval {interval}"
+    total = row.total_diff is not None
+    interval = change_interval_text(row)
+    label = f"{row.metric}: paired difference {change_text(mean, total)}, 95% interval {interval}"
     return (
         f'<tr data-metric="{esc(row.metric)}" data-verdict="{esc(row.verdict)}">'
         f'<th scope="row" title="group {esc(row.group)}">{esc(row.metric)} {arrow}</th>'
-        f'<td class="num">{_n(row.baseline)}</td><td class="num">{_n(row.candidate)}</td>'
-        f'<td class="num delta">{"-" if mean is None else f"{mean:+.3f}"}</td>'
+        f'<td class="num">{number(row.baseline)}</td><td class="num">{number(row.candidate)}</td>'
+        f'<td class="num delta">{esc(change_text(mean, total))}</td>'
         f"<td>{delta_bar(mean, low, high, bound, label)}</td>"
-        f'<td class="num">{esc(interval)}</td><td class="num">{_n(row.effect_size, 2)}</td>'
+        f'<td class="num ci">{esc(interval)}</td><td class="num">{number(row.effect_size, 2)}</td>'
         f'<td class="num pvalue">{esc(p_text(row.p_value))}</td>'
+        f'<td class="num padj">{esc(p_text(row.p_adjusted))}</td>'
+        f'<td class="num mde">{esc(number(row.mde))}</td>'
         f"<td>{esc(_TEST.get(row.test, row.test))}</td>"
         f'<td class="{cls}">{esc(verdict)}</td></tr>'
     )
@@ -125,6 +118,8 @@ def deltas_section(comparison: Comparison) -> str:
             ("95% CI", True),
             ("effect", True),
             ("p", True),
+            (correction_label(comparison), True),
+            ("MDE", True),
             ("test", False),
             ("verdict", False),
         )
@@ -133,11 +128,14 @@ def deltas_section(comparison: Comparison) -> str:
         '<section id="deltas"><h2>Differences by metric</h2>'
         f'<div class="cards">{cards}</div>'
         f'<p class="note">{comparison.n_shared_cases} shared cases, alpha {comparison.alpha}, '
-        f"margin {comparison.margin}. Paired Δ: mean of candidate minus baseline over the shared "
-        "cases (for a total: the change of the total over them), with its 95% paired bootstrap "
-        "interval (the band; the dashed line is 0). Tests: exact McNemar for 0/1 metrics, "
-        "sign-flip permutation otherwise. A regression is significantly worse by at least the "
-        "margin.</p>"
+        f"margin {comparison.margin}, {esc(CORRECTIONS.get(comparison.correction, ''))}. "
+        f"p: the raw p value; {esc(correction_label(comparison))}: p corrected over the gated "
+        "metrics, which the verdict reads. MDE: the smallest change detectable at power "
+        f"{comparison.power:g} (per case). Paired Δ: mean of candidate minus baseline over the "
+        "shared cases (for a total: the change of the total over them), with its 95% paired "
+        "bootstrap interval (the band; the dashed line is 0). Tests: exact McNemar for 0/1 "
+        "metrics, sign-flip permutation otherwise. A regression is significantly worse by at "
+        "least the margin.</p>"
         f'<div class="scroll"><table class="deltas"><thead><tr>{head}</tr></thead><tbody>'
         f"{''.join(_delta_row(r) for r in rows)}</tbody></table></div></section>"
     )
@@ -215,8 +213,8 @@ def pareto_section(records: list[RunRecord]) -> str:
     axis = "latency" if "latency" not in dropped else "cost" if "cost" not in dropped else None
     parts = ['<section id="pareto"><h2>Pareto: quality against cost and latency</h2>']
     rows = "".join(
-        f'<tr><th scope="row">{esc(p.run_id)}</th><td class="num">{_n(p.quality)}</td>'
-        f'<td class="num">{_n(p.cost, 5)}</td><td class="num">{_n(p.latency, 1)}</td>'
+        f'<tr><th scope="row">{esc(p.run_id)}</th><td class="num">{number(p.quality)}</td>'
+        f'<td class="num">{number(p.cost, 5)}</td><td class="num">{number(p.latency, 1)}</td>'
         f'<td class="{"pass" if p.on_frontier else "muted"}">'
         f"{'on the frontier' if p.on_frontier else 'dominated'}</td>"
         f"<td>{esc(', '.join(p.dominated_by))}</td></tr>"

@@ -5,7 +5,15 @@ runs is made inert with :func:`ragmeter.reports.markdown.md_text`."""
 from __future__ import annotations
 
 from ragmeter.models import RunRecord
-from ragmeter.reports.html.compare import p_text
+from ragmeter.reports.html.format import (
+    CORRECTIONS,
+    change,
+    change_interval_text,
+    change_text,
+    correction_label,
+    number,
+    p_text,
+)
 from ragmeter.reports.markdown import md_text
 from ragmeter.scoring.compare import Comparison
 
@@ -14,38 +22,32 @@ __all__ = ["render_comparison_markdown"]
 FLIPS_LISTED = 20
 
 
-def _n(value: float | None, digits: int = 3) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
-
-
 def render_comparison_markdown(comparison: Comparison, base: RunRecord, cand: RunRecord) -> str:
+    adjusted = correction_label(comparison)
     lines = [
         f"# Comparison: {md_text(cand.name)} against baseline {md_text(base.name)}",
         "",
         f"- baseline: {md_text(base.id)} ({md_text(base.name)}, {base.question_count} questions)",
         f"- candidate: {md_text(cand.id)} ({md_text(cand.name)}, {cand.question_count} questions)",
         f"- shared cases: {comparison.n_shared_cases} · alpha {comparison.alpha} · "
-        f"margin {comparison.margin}",
+        f"margin {comparison.margin} · {CORRECTIONS.get(comparison.correction, '')}",
         "",
         "## Differences by metric",
         "",
-        "| metric | baseline | candidate | paired Δ | 95% CI | p | test | verdict |",
-        "|---|---:|---:|---:|---:|---:|---|---|",
+        f"| metric | baseline | candidate | paired Δ | 95% CI | p | {adjusted} | MDE | test "
+        "| verdict |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---|---|",
     ]
     for row in comparison.rows:
-        mean = row.total_diff if row.total_diff is not None else row.mean_diff
-        scale = row.n_paired if row.total_diff is not None else 1
-        interval = (
-            "-"
-            if row.ci_low is None or row.ci_high is None
-            else f"{row.ci_low * scale:+.3f} … {row.ci_high * scale:+.3f}"
-        )
+        mean = change(row)[0]
+        interval = change_interval_text(row)
         arrow = "↑" if row.higher_is_better else "↓"
         verdict = row.verdict.replace("_", " ") + ("" if row.gated else " (not gated)")
         lines.append(
-            f"| {md_text(row.metric)} {arrow} | {_n(row.baseline)} | {_n(row.candidate)} | "
-            f"{'-' if mean is None else f'{mean:+.3f}'} | {interval} | {p_text(row.p_value)} | "
-            f"{row.test} | {verdict} |"
+            f"| {md_text(row.metric)} {arrow} | {number(row.baseline)} | "
+            f"{number(row.candidate)} | {change_text(mean, row.total_diff is not None)} | "
+            f"{interval} | {p_text(row.p_value)} | {p_text(row.p_adjusted)} | "
+            f"{number(row.mde)} | {row.test} | {verdict} |"
         )
     flipped = [r for r in comparison.rows if r.pass_to_fail or r.fail_to_pass]
     lines += ["", "## Flipped cases", ""]
@@ -62,7 +64,11 @@ def render_comparison_markdown(comparison: Comparison, base: RunRecord, cand: Ru
         "",
         "Paired Δ: candidate minus baseline over the shared cases; intervals: 95% paired "
         "bootstrap; "
-        "tests: exact McNemar (0/1 metrics), sign-flip permutation (others).",
+        "tests: exact McNemar (0/1 metrics), sign-flip permutation (others); "
+        f"{adjusted}: p corrected over the gated metrics "
+        f"({CORRECTIONS.get(comparison.correction, '')}), "
+        "which the verdict reads; MDE: the smallest change detectable at power "
+        f"{comparison.power:g} (per case).",
         "",
     ]
     return "\n".join(lines)

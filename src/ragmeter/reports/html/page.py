@@ -14,29 +14,40 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import html
 import json
+import math
 from typing import Any
 
 from ragmeter.reports.html.assets import SCRIPT, STYLE
-from ragmeter.reports.terminal import strip_unsafe
+from ragmeter.reports.html.format import esc
 
-__all__ = ["content_security_policy", "esc", "page", "script_json"]
+__all__ = ["content_security_policy", "esc", "finite_only", "page", "script_json"]
 
 _SCRIPT_ESCAPES = {ord("<"): "\\u003c", ord(">"): "\\u003e", ord("&"): "\\u0026"}
 _SCRIPT_ESCAPES.update({0x2028: "\\u2028", 0x2029: "\\u2029"})
 
 
-def esc(value: object) -> str:
-    """``value`` as HTML text or attribute value: terminal escapes and control characters
-    removed, then ``& < > " '`` escaped."""
-    return html.escape(strip_unsafe(str(value)), quote=True)
+def finite_only(data: Any) -> Any:
+    """``data`` with every non-finite float (Inf, NaN: not JSON) replaced by ``None``."""
+    if isinstance(data, float):
+        return data if math.isfinite(data) else None
+    if isinstance(data, dict):
+        return {key: finite_only(value) for key, value in data.items()}
+    if isinstance(data, list | tuple):
+        return [finite_only(value) for value in data]
+    return data
 
 
 def script_json(data: Any) -> str:
     """``data`` as JSON safe inside ``<script type="application/json">``: compact, and no
-    ``<``, ``>`` or ``&`` left (nor the line separators old parsers choke on)."""
-    text = json.dumps(data, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    ``<``, ``>`` or ``&`` left (nor the line separators old parsers choke on). A non-finite
+    number (which JSON cannot hold) becomes ``null``."""
+    try:
+        text = json.dumps(data, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except ValueError:
+        text = json.dumps(
+            finite_only(data), separators=(",", ":"), ensure_ascii=False, allow_nan=False
+        )
     for char, escaped in _SCRIPT_ESCAPES.items():
         text = text.replace(chr(char), escaped)
     return text

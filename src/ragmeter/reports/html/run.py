@@ -11,21 +11,16 @@ from typing import Any
 from ragmeter import __version__
 from ragmeter.models import Case, CaseResult, MetricSummary, RunRecord, Score, TargetResult
 from ragmeter.redaction import redact_text, redact_url
-from ragmeter.reports.console import format_value
+from ragmeter.reports.console import format_value, target_value
 from ragmeter.reports.html.cases import case_data, case_table
-from ragmeter.reports.html.page import esc, page
+from ragmeter.reports.html.format import esc, is_finite, metric_interval
+from ragmeter.reports.html.page import page
 from ragmeter.reports.html.svg import histogram, interval_bar
 from ragmeter.reports.perspectives import by_perspective, headline_metrics, target_perspective
 
 __all__ = ["describe_target", "render_run_html", "run_header", "scorecard_section"]
 
 BREAKDOWN_METRICS = 8  # columns of a breakdown table
-
-
-def interval_text(summary: MetricSummary) -> str:
-    if summary.ci_low is None or summary.ci_high is None:
-        return "-"
-    return f"{format_value(summary, summary.ci_low)} to {format_value(summary, summary.ci_high)}"
 
 
 def describe_target(config: dict[str, Any]) -> str:
@@ -81,7 +76,7 @@ def run_header(record: RunRecord, heading: str = "Evaluation report") -> str:
 def _metric_row(summary: MetricSummary, headline: bool) -> str:
     arrow = "↑" if summary.higher_is_better else "↓"
     value = format_value(summary, summary.value)
-    interval = interval_text(summary)
+    interval = metric_interval(summary)
     label = f"{summary.name}: {value}, 95% interval {interval}"
     bar = interval_bar(summary.value, summary.ci_low, summary.ci_high, summary.value_scale(), label)
     failed = f'<span class="fail">{summary.n_failed}</span>' if summary.n_failed else "0"
@@ -142,7 +137,7 @@ def targets_section(record: RunRecord) -> str:
     rows = "".join(
         f'<tr><th scope="row">{esc(t.metric)}</th><td>{esc(target_perspective(t, record))}</td>'
         f"<td>{esc(t.op)} {t.threshold:g}</td>"
-        f'<td class="num">{"-" if t.value is None else f"{t.value:.3f}"}</td>'
+        f'<td class="num">{esc(target_value(t, record.scorecard))}</td>'
         f"{_target_status(t)}</tr>"
         for t in record.targets
     )
@@ -185,7 +180,7 @@ def breakdowns_section(record: RunRecord) -> str:
                     continue
                 cells.append(
                     f'<td class="num">{esc(format_value(s, s.value))}<br><span class="note">'
-                    f"{esc(interval_text(s))} · n {s.n_scored}</span></td>"
+                    f"{esc(metric_interval(s))} · n {s.n_scored}</span></td>"
                 )
             rows.append(f'<tr><th scope="row">{esc(label)}</th>{"".join(cells)}</tr>')
         parts.append(
@@ -218,7 +213,7 @@ def _cost_text(performance: dict[str, Any]) -> str:
 
 
 def performance_section(record: RunRecord, results: Sequence[CaseResult]) -> str:
-    latencies = [r.latency_ms for r in results if r.latency_ms is not None]
+    latencies = [r.latency_ms for r in results if is_finite(r.latency_ms)]
     parts = ['<section id="latency"><h2>Latency and cost</h2>']
     if latencies:
         parts.append(

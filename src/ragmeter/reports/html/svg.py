@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from ragmeter.reports.html.page import esc
+from ragmeter.reports.html.format import esc
 
 __all__ = ["delta_bar", "histogram", "interval_bar", "pareto_chart"]
 
