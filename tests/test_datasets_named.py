@@ -154,3 +154,38 @@ def test_datasets_cli_list_is_the_default_and_stats_show_work() -> None:
     assert "200 cases" in shown.stdout and "answerable: 193" in shown.stdout
     unknown = ragmeter("datasets", "show", "nosuch")
     assert unknown.returncode == 2 and "ragmeter datasets list" in unknown.stderr
+
+
+def test_loading_a_corpus_dataset_does_not_change_another_runs_corpus(tmp_path: Path) -> None:
+    """No process-wide state: after a squad_v2 dataset was loaded, a demo run still answers
+    over the demo corpus, and a squad_v2 run over squad's (its config records it)."""
+    if not SQUAD.exists():
+        pytest.skip(f"{SQUAD} is absent")
+    from ragmeter import EvalConfig, evaluate
+
+    squad = load_dataset(f"squad_v2:{SQUAD}")
+    demo = evaluate(
+        EvalConfig(
+            store=str(tmp_path / "r.db"),
+            output_dir=str(tmp_path / "o"),
+            progress=False,
+            metrics=["retrieval"],
+            samples=20,
+        )
+    )
+    mrr = demo.record.scorecard.get("mrr") if demo.record.scorecard else None
+    assert mrr is not None and (mrr.value or 0) > 0.8
+    assert not demo.record.config["target"].get("corpus")
+    carried = evaluate(
+        EvalConfig(
+            store=str(tmp_path / "r.db"),
+            output_dir=str(tmp_path / "o"),
+            progress=False,
+            metrics=["retrieval"],
+            samples=20,
+            datasets=[f"squad_v2:{SQUAD}"],
+        )
+    )
+    assert carried.record.config["target"]["corpus"] == squad[0].metadata[CORPUS_KEY]
+    squad_mrr = carried.record.scorecard.get("mrr") if carried.record.scorecard else None
+    assert squad_mrr is not None and (squad_mrr.value or 0) > 0.5

@@ -2,7 +2,9 @@
 
 The public API: ``evaluate`` (or ``await evaluate_async``) runs an evaluation,
 ``EvalConfig``/``load_config`` configure it, ``load_dataset`` reads cases, ``RunFile`` reads a
-run file, and the models describe cases, responses and scores.
+run file, and the models describe cases, responses and scores. Seed 002's names work too
+(docs/api.md): ``run_evaluation(config)`` returns the finished :class:`Run` (``to_pandas()``),
+``DatasetName`` names its datasets, and ``EvalConfig`` takes its field names.
 """
 
 from __future__ import annotations
@@ -13,8 +15,11 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Case",
+    "DatasetName",
     "EvalConfig",
+    "EvalRun",
     "Response",
+    "Run",
     "RunFile",
     "RunStore",
     "Score",
@@ -23,6 +28,7 @@ __all__ = [
     "evaluate_async",
     "load_config",
     "load_dataset",
+    "run_evaluation",
 ]
 
 _LAZY = {
@@ -36,12 +42,18 @@ _LAZY = {
     "evaluate_async": "ragmeter.runner.engine",
     "RunStore": "ragmeter.store.sqlite",
     "RunFile": "ragmeter.runfile",
+    "Run": "ragmeter.results",
+    "DatasetName": "ragmeter.compat",
+    "EvalRun": "ragmeter.compat",
+    "run_evaluation": "ragmeter.compat",
 }
 
 if TYPE_CHECKING:
+    from ragmeter.compat import DatasetName, EvalRun, run_evaluation
     from ragmeter.config import EvalConfig, load_config
     from ragmeter.datasets import load_dataset
     from ragmeter.models import Case, Response, Score
+    from ragmeter.results import Run
     from ragmeter.runfile import RunFile
     from ragmeter.runner.engine import evaluate, evaluate_async
     from ragmeter.store.sqlite import RunStore

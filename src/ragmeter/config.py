@@ -32,6 +32,7 @@ __all__ = [
     "DEFAULT_STORE",
     "ENV_FIELDS",
     "REDACTED",
+    "SEED_002_ALIASES",
     "ConfigError",
     "EvalConfig",
     "TargetConfig",
@@ -108,6 +109,36 @@ def case_timeout_for(target_timeout_s: float) -> float:
     return max(target_timeout_s * 3, target_timeout_s + 1)
 
 
+# seed 002's EvalConfig field names -> ragmeter's (``datasets`` is the same name; a
+# DatasetName member is a str, so it is read as its name)
+SEED_002_ALIASES = {"samples_per_dataset": "samples", "rag_server_url": "target.url"}
+
+
+def seed_002_aliases(data: Any) -> Any:
+    """``data`` with seed 002's field names (``samples_per_dataset``, ``rag_server_url``)
+    moved to ragmeter's (``samples``, ``target.url``: an HTTP target); giving both names of
+    one setting with different values is an error."""
+    if not isinstance(data, dict) or not any(name in data for name in SEED_002_ALIASES):
+        return data
+    data = dict(data)
+    for alias, path in SEED_002_ALIASES.items():
+        if alias not in data:
+            continue
+        value = data.pop(alias)
+        *parents, last = path.split(".")
+        holder = data
+        for key in parents:
+            nested = holder.get(key)
+            if isinstance(nested, BaseModel):  # a TargetConfig object
+                nested = nested.model_dump(exclude_unset=True)
+            holder[key] = dict(nested or {})
+            holder = holder[key]
+        if last in holder and holder[last] != value:
+            raise ValueError(f"{alias} ({value!r}) and {path} ({holder[last]!r}) disagree")
+        holder[last] = value
+    return data
+
+
 class TargetConfig(BaseModel):
     """Where the system under test lives and how to talk to it."""
 
@@ -132,6 +163,15 @@ class TargetConfig(BaseModel):
     backoff_s: float = Field(default=0.2, ge=0)
     options: dict[str, Any] = Field(default_factory=dict)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _url_means_http(cls, data: Any) -> Any:
+        # a URL with no kind (RAGMETER_TARGET_URL, seed 002's rag_server_url) names an HTTP
+        # target: the reference pipeline has no URL to ignore it for
+        if isinstance(data, dict) and data.get("url") and "kind" not in data:
+            return {**data, "kind": "http"}
+        return data
+
 
 class ModelPrice(BaseModel):
     """USD per 1,000 tokens for one model (seed 002's cost table)."""
@@ -144,6 +184,11 @@ class ModelPrice(BaseModel):
 
 class EvalConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _seed_002_names(cls, data: Any) -> Any:
+        return seed_002_aliases(data)
 
     @field_validator("judge_tasks", mode="before")
     @classmethod
@@ -277,6 +322,16 @@ class EvalConfig(BaseModel):
     # not given: run_folder_for(store), so run files follow the store
     output_dir: str = DEFAULT_OUTPUT_DIR
     progress: bool = True
+    # ``ragmeter eval``'s own settings (a config file may hold them; a run stores them): the
+    # gate, the baseline check and its test, the console view, the traces, resume, dry run
+    gate: bool = False
+    baseline: str | None = None
+    margin: float = Field(default=DEFAULT_MARGIN, ge=0)
+    alpha: float = Field(default=DEFAULT_ALPHA, gt=0, lt=1)
+    verbose: bool = False
+    save_trace: str | None = None
+    resume: str | None = None
+    dry_run: bool = False
 
     @field_validator("injection_block_threshold")
     @classmethod

@@ -10,6 +10,7 @@ import click
 from rich.text import Text
 
 from ragmeter.cli.app import console, error_context, errors, fail, main
+from ragmeter.cli.compat_options import seed002_options
 from ragmeter.cli.options import config_overrides, pairs, shared, target_spec, targets_file
 from ragmeter.cli.perspective import seed003_options, write_outputs
 from ragmeter.cli.running import run_with_progress
@@ -138,6 +139,7 @@ from ragmeter.store.sqlite import RunNotFoundError, RunStore
 @shared("margin")
 @shared("alpha")
 @seed003_options
+@seed002_options
 @click.pass_context
 def eval_command(ctx: click.Context, /, **params: Any) -> None:
     """Ask every case, score, store the run and print the scorecard.
@@ -145,19 +147,19 @@ def eval_command(ctx: click.Context, /, **params: Any) -> None:
     With no options: the bundled demo dataset against the built-in reference pipeline, offline.
     """
     config = load_config(params["config_file"], config_overrides(ctx))
-    if params["dry_run"]:
+    if config.dry_run:
         _judge_estimate(config)
         return
-    gate, baseline = params["gate"], params["baseline"]
+    gate, baseline = config.gate, config.baseline
     if gate and config.targets is not None and not config.targets:
         fail("--gate with an empty targets table checks nothing; name at least one target")
     if baseline and not Path(baseline).is_file():
         _check_baseline_is_stored(config.store, baseline)  # before any question is asked
-    outcome = run_with_progress(config, params["resume"], params["verbose"])
-    write_outputs(outcome, params["save_trace"])
+    outcome = run_with_progress(config, config.resume, config.verbose)
+    write_outputs(outcome, config.save_trace)
     failed = False
     if baseline:
-        failed = _regressed(config, baseline, outcome.record.id, params["margin"], params["alpha"])
+        failed = _regressed(config, baseline, outcome.record.id, config.margin, config.alpha)
     if gate:
         from ragmeter.reports.run_notes import gate_report
 

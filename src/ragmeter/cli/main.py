@@ -2,6 +2,7 @@
 
 from ragmeter.cli import (  # noqa: F401
     compare,
+    configure,
     datasets,
     eval,
     generate,

@@ -1,5 +1,5 @@
-"""Options shared by several commands, each declared once, and the one mapping from options to
-config fields.
+"""Options shared by several commands, each declared once (the mapping from options to config
+fields is :mod:`ragmeter.cli.overrides`, re-exported here).
 
 An option that has an environment variable shows it in its help (``[env var: ...]``); a
 config-backed option uses the variable the config's environment layer reads
@@ -14,8 +14,8 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import click
-from click.core import ParameterSource
 
+from ragmeter.cli.overrides import CONFIG_FIELDS, config_overrides
 from ragmeter.config import (
     DEFAULT_ALPHA,
     DEFAULT_MARGIN,
@@ -24,6 +24,16 @@ from ragmeter.config import (
     env_var,
     read_targets_file,
 )
+
+__all__ = [
+    "CONFIG_FIELDS",
+    "comma_list",
+    "config_overrides",
+    "pairs",
+    "shared",
+    "target_spec",
+    "targets_file",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -186,64 +196,3 @@ def shared(name: str, **changes: Any) -> Callable[[F], F]:
     declarations, attributes = _SHARED[name]
     merged = {**attributes, **changes}
     return click.option(*declarations, show_envvar="envvar" in merged, **merged)
-
-
-# option (click parameter name) -> config field ("target.top_k"), and how its value becomes the
-# field's value. Only options the user gave (command line or environment) are applied.
-CONFIG_FIELDS: dict[str, tuple[str, Callable[[Any], Any] | None]] = {
-    "datasets": ("datasets", list),
-    "field_map": ("field_map", None),
-    "target_spec": ("target", None),
-    "corpus": ("target.corpus", None),
-    "top_k": ("target.top_k", None),
-    "headers": ("target.headers", None),
-    "timeout_s": ("target.timeout_s", None),
-    "no_health_check": ("target.health_path", lambda _: None),
-    "metrics": ("metrics", None),
-    "samples": ("samples", None),
-    "seed": ("seed", None),
-    "concurrency": ("concurrency", None),
-    "name": ("name", None),
-    "store": ("store", None),
-    "output_dir": ("output_dir", None),
-    "no_progress": ("progress", lambda _: False),
-    "breakdowns": ("breakdowns", list),
-    "targets_file": ("targets", None),
-    "judge": ("judge", None),
-    "max_judge_cost": ("max_judge_cost", None),
-    "spot_check": ("spot_check", None),
-    "second_judge": ("second_judge", None),
-    "spot_check_prompts": ("spot_check_prompts", None),
-    "judge_timeout_s": ("judge_timeout_s", None),
-    "judge_retries": ("judge_max_retries", None),
-    "judge_api_key_env": ("judge_api_key_env", None),
-    "perspectives": ("perspectives", None),
-    "suite": ("suite", None),
-    "output": ("output", None),
-}
-_GIVEN = (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
-
-
-def _put(data: dict[str, Any], path: str, value: Any) -> None:
-    *parents, last = path.split(".")
-    for key in parents:
-        data = data.setdefault(key, {})
-    if isinstance(value, dict) and isinstance(data.get(last), dict):
-        data[last].update(value)
-    else:
-        data[last] = value
-
-
-def config_overrides(ctx: click.Context, only: set[str] | None = None) -> dict[str, Any]:
-    """The config overrides of the options given to this command (``only``: of these)."""
-    overrides: dict[str, Any] = {}
-    for name, value in ctx.params.items():
-        if name not in CONFIG_FIELDS or (only is not None and name not in only):
-            continue
-        if ctx.get_parameter_source(name) not in _GIVEN:
-            continue
-        if value is None or value is False or value == "":  # not given, an unset flag
-            continue
-        path, convert = CONFIG_FIELDS[name]
-        _put(overrides, path, convert(value) if convert is not None else value)
-    return overrides

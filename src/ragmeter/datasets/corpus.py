@@ -31,8 +31,6 @@ CORPUS_READERS: dict[str, str] = {
     "ragbench": "ragmeter.datasets.ragbench:ragbench_corpus",
 }
 
-_loaded: dict[str, None] = {}  # the corpus specs of the datasets loaded in this process
-
 
 @dataclass(frozen=True)
 class Document:
@@ -51,16 +49,16 @@ def corpus_spec(name: str, argument: str) -> str:
 
 
 def tag_cases(cases: list[Case], spec: str) -> list[Case]:
-    """Record ``spec`` as the corpus of every case (and of this process's datasets)."""
+    """Record ``spec`` as the corpus of every case."""
     for case in cases:
         case.metadata[CORPUS_KEY] = spec
-    _loaded[spec] = None
     return cases
 
 
-def loaded_corpora() -> list[str]:
-    """The corpus specs of the datasets loaded so far in this process, in load order."""
-    return list(_loaded)
+def shared_corpus(cases: list[Case]) -> str | None:
+    """The corpus every case carries, when they all carry the same one."""
+    specs = {corpus_of(case) for case in cases}
+    return specs.pop() if len(specs) == 1 else None
 
 
 def corpus_of(case: Case) -> str | None:

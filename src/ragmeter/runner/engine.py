@@ -249,9 +249,9 @@ async def run_evaluation_async(
             else load_datasets(config.datasets, config.field_map or None),
             config,
         )
-        preflight.check_cases(
-            config, run_cases, target_named=target is not None or preflight.target_was_named(config)
-        )
+        named = target is not None or preflight.target_was_named(config)
+        preflight.check_cases(config, run_cases, target_named=named)
+        config = preflight.with_carried_corpus(config, run_cases, target_named=named)
         pending = run_cases
     store = RunStore(config.store)
     try:

@@ -114,6 +114,21 @@ def check_cases(config: EvalConfig, cases: list[Case], *, target_named: bool) ->
         )
 
 
+def with_carried_corpus(config: EvalConfig, cases: list[Case], *, target_named: bool) -> EvalConfig:
+    """The reference pipeline, when no target or corpus was named and every case carries the
+    same corpus (``cranfield:``, ``beir:``, ``hotpotqa:``, ...), answers over that corpus: the
+    run's config records it (cases of several corpora are each answered over their own)."""
+    from ragmeter.datasets.corpus import shared_corpus
+
+    if target_named or config.target.kind != "reference" or config.target.corpus:
+        return config
+    spec = shared_corpus(cases)
+    if spec is None:
+        return config
+    target = config.target.model_copy(update={"corpus": spec})
+    return config.model_copy(update={"target": target})
+
+
 def target_was_named(config: EvalConfig) -> bool:
     """True when the config (file or flags) chose the target or its corpus explicitly."""
     fields = config.target.model_fields_set

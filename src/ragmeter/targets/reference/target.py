@@ -39,15 +39,13 @@ class ReferenceTarget:
     name = "reference"
 
     def __init__(self, config: TargetConfig, **_: Any) -> None:
-        from ragmeter.datasets.corpus import loaded_corpora
-
         self.config = config
         self.follow_cases = not config.corpus  # each case's own corpus, when it names one
         if config.corpus:
             given = Path(config.corpus)
             corpus = str(given.resolve()) if given.exists() else config.corpus
         else:
-            corpus = next(iter(loaded_corpora()), str(DEMO_CORPUS))
+            corpus = str(DEMO_CORPUS)
         self.corpus_name = corpus
         self.corpus = Path(corpus)
         self.pipeline = load_pipeline(corpus, config.top_k)

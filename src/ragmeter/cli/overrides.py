@@ -1,0 +1,96 @@
+"""The one mapping from command-line options to config fields, and the config overrides of
+the options a command was given (the flags layer of defaults < file < environment < flags).
+
+Every option of ``ragmeter eval`` but ``--config`` has an entry (tests/test_config_layers.py
+checks it), so a config file can hold any of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import click
+from click.core import ParameterSource
+
+# option (click parameter name) -> config field ("target.top_k"), and how its value becomes the
+# field's value. Only options the user gave (command line or environment) are applied.
+CONFIG_FIELDS: dict[str, tuple[str, Callable[[Any], Any] | None]] = {
+    "datasets": ("datasets", list),
+    "field_map": ("field_map", None),
+    "target_spec": ("target", None),
+    "corpus": ("target.corpus", None),
+    "top_k": ("target.top_k", None),
+    "headers": ("target.headers", None),
+    "timeout_s": ("target.timeout_s", None),
+    "no_health_check": ("target.health_path", lambda _: None),
+    "metrics": ("metrics", None),
+    "samples": ("samples", None),
+    "seed": ("seed", None),
+    "concurrency": ("concurrency", None),
+    "name": ("name", None),
+    "store": ("store", None),
+    "output_dir": ("output_dir", None),
+    "no_progress": ("progress", lambda _: False),
+    "breakdowns": ("breakdowns", list),
+    "targets_file": ("targets", None),
+    "judge": ("judge", None),
+    "max_judge_cost": ("max_judge_cost", None),
+    "spot_check": ("spot_check", None),
+    "second_judge": ("second_judge", None),
+    "spot_check_prompts": ("spot_check_prompts", None),
+    "judge_timeout_s": ("judge_timeout_s", None),
+    "judge_retries": ("judge_max_retries", None),
+    "judge_api_key_env": ("judge_api_key_env", None),
+    "perspectives": ("perspectives", None),
+    "suite": ("suite", None),
+    "output": ("output", None),
+    # the command's own settings (config fields too: a CI config file can set the gate)
+    "gate": ("gate", None),
+    "baseline": ("baseline", None),
+    "margin": ("margin", None),
+    "alpha": ("alpha", None),
+    "verbose": ("verbose", None),
+    "save_trace": ("save_trace", None),
+    "resume": ("resume", None),
+    "dry_run": ("dry_run", None),
+    # seed 002's options (ragmeter.cli.compat_options)
+    "dataset_list": ("datasets", list),
+    "no_judge": ("judge", lambda _: None),
+    "rag_url": ("target", lambda url: {"kind": "http", "url": url}),
+}
+_GIVEN = (ParameterSource.ENVIRONMENT, ParameterSource.COMMANDLINE)
+
+
+def _put(data: dict[str, Any], path: str, value: Any) -> None:
+    *parents, last = path.split(".")
+    for key in parents:
+        data = data.setdefault(key, {})
+    if isinstance(value, dict) and isinstance(data.get(last), dict):
+        data[last].update(value)
+    elif isinstance(value, list) and isinstance(data.get(last), list):
+        data[last] = data[last] + value  # --dataset a --datasets b,c: all three
+    else:
+        data[last] = value
+
+
+def config_overrides(ctx: click.Context, only: set[str] | None = None) -> dict[str, Any]:
+    """The config overrides of the options given to this command (``only``: of these)."""
+    overrides: dict[str, Any] = {}
+    # environment variables first, flags after them (a flag wins: --no-judge over RAGMETER_JUDGE)
+    given = sorted(
+        (
+            (_GIVEN.index(source), name, value)
+            for name, value in ctx.params.items()
+            if (source := ctx.get_parameter_source(name)) in _GIVEN
+        ),
+        key=lambda item: item[0],
+    )
+    for _, name, value in given:
+        if name not in CONFIG_FIELDS or (only is not None and name not in only):
+            continue
+        if value is None or value is False or value == "":  # not given, an unset flag
+            continue
+        path, convert = CONFIG_FIELDS[name]
+        _put(overrides, path, convert(value) if convert is not None else value)
+    return overrides
