@@ -212,3 +212,39 @@ def test_non_inferiority_against_a_baseline_by_hand() -> None:
         "non_inferior needs a baseline (eval --baseline RUN)",
     )
     assert target_condition(alone[0]) == "non_inferior(margin=0.02)"
+
+
+def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ragmeter", *args],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+    )  # fmt: skip
+
+
+def test_non_inferiority_gate_and_noise_flags_through_the_cli(tmp_path: Path) -> None:
+    common = ["--metrics", "retrieval", "--samples", "30", "--store", "runs.db", "--no-progress"]
+    first = _cli(tmp_path, "eval", *common, "--output", "base", "--output-dir", "out")
+    assert first.returncode == 0, first.stderr
+    base_id = json.loads((tmp_path / "out" / "base.json").read_text())["id"]
+    (tmp_path / "t.yaml").write_text("recall_at_5: non_inferior(margin=0.02)\n")
+    gated = [*common, "--targets", "t.yaml", "--gate", "--baseline", base_id]
+    same = _cli(tmp_path, "eval", *gated, "--output-dir", "same")
+    assert same.returncode == 0, same.stdout + same.stderr
+    assert "recall_at_5 non_inferior(margin=0.02): pass" in same.stdout
+    worse = _cli(tmp_path, "eval", *gated, "--top-k", "1", "--output-dir", "worse")
+    assert worse.returncode == 4, worse.stdout + worse.stderr
+    assert "recall_at_5 non_inferior(margin=0.02): fail" in worse.stdout
+    assert "targets failed: recall_at_5" in worse.stderr
+    alone = _cli(tmp_path, "eval", *common, "--targets", "t.yaml", "--gate", "--output-dir", "x")
+    assert alone.returncode == 4 and "needs a baseline" in alone.stderr
+    # the noise flags reach the run's config
+    flagged = _cli(
+        tmp_path, "eval", *common, "--repeats", "2", "--failed-as", "worst",
+        "--coverage-floor", "0.5", "--output-dir", "flags",
+    )  # fmt: skip
+    assert flagged.returncode == 0, flagged.stderr
+    (run_file,) = (tmp_path / "flags").glob("*.json")
+    document = json.loads(run_file.read_text())
+    config = document["config"]
+    assert (config["repeats"], config["failed_as"], config["coverage_floor"]) == (2, "worst", 0.5)
+    assert document["question_count"] == 60

@@ -9,8 +9,14 @@ from typing import Any
 import click
 from rich.text import Text
 
-from ragmeter.cli.app import console, error_context, errors, fail, main
+from ragmeter.cli.app import console, errors, fail, main
+from ragmeter.cli.baseline import (
+    check_baseline_is_stored,
+    compare_with_baseline,
+    judge_non_inferior,
+)
 from ragmeter.cli.compat_options import seed002_options
+from ragmeter.cli.noise_options import noise_options
 from ragmeter.cli.options import config_overrides, pairs, shared, target_spec, targets_file
 from ragmeter.cli.perspective import seed003_options, write_outputs
 from ragmeter.cli.running import run_with_progress
@@ -22,10 +28,9 @@ from ragmeter.config import (
     env_var,
     load_config,
 )
-from ragmeter.errors import EXIT_GATE, StoreError
+from ragmeter.errors import EXIT_GATE
 from ragmeter.reports.console import print_run
 from ragmeter.reports.terminal import inert
-from ragmeter.store.sqlite import RunNotFoundError, RunStore
 
 
 @main.command("eval")
@@ -140,6 +145,7 @@ from ragmeter.store.sqlite import RunNotFoundError, RunStore
 @shared("alpha")
 @seed003_options
 @seed002_options
+@noise_options
 @click.pass_context
 def eval_command(ctx: click.Context, /, **params: Any) -> None:
     """Ask every case, score, store the run and print the scorecard.
@@ -154,55 +160,22 @@ def eval_command(ctx: click.Context, /, **params: Any) -> None:
     if gate and config.targets is not None and not config.targets:
         fail("--gate with an empty targets table checks nothing; name at least one target")
     if baseline and not Path(baseline).is_file():
-        _check_baseline_is_stored(config.store, baseline)  # before any question is asked
+        check_baseline_is_stored(config.store, baseline)  # before any question is asked
     outcome = run_with_progress(config, config.resume, config.verbose)
     write_outputs(outcome, config.save_trace)
-    failed = False
+    failed, comparison = False, None
     if baseline:
-        failed = _regressed(config, baseline, outcome.record.id, config.margin, config.alpha)
+        comparison, failed = compare_with_baseline(config, outcome.record.id)
+    record = judge_non_inferior(outcome.record, config, comparison)
     if gate:
         from ragmeter.reports.run_notes import gate_report
 
-        gate_failed, lines = gate_report(outcome.record)
+        gate_failed, lines = gate_report(record)
         for line in lines:
             errors.print(line)
         failed = gate_failed or failed
     if failed:
         sys.exit(EXIT_GATE)
-
-
-def _check_baseline_is_stored(store: str, baseline: str) -> None:
-    try:
-        run_store = RunStore(store, create=False)
-    except StoreError as exc:
-        fail(f"--baseline {baseline}: {exc}")
-    try:
-        run_store.get_run(baseline)
-    except RunNotFoundError as exc:
-        fail(f"--baseline: {exc} ({store}); give a run id or a run JSON file")
-    finally:
-        run_store.close()
-
-
-def _regressed(config: EvalConfig, baseline: str, run_id: str, margin: float, alpha: float) -> bool:
-    """Compare the new run with the baseline, print it; True if a metric regressed."""
-    from ragmeter.reports.compare_console import comparison_table
-    from ragmeter.reports.run_notes import baseline_regressions
-    from ragmeter.scoring.compare import RunScores, compare_runs
-
-    run_store = RunStore(config.store)
-    try:
-        with error_context(prefix=f"baseline {baseline!r}: "):
-            base = RunScores.load(run_store, baseline)
-            cand = RunScores.from_store(run_store, run_id)
-            comparison = compare_runs(base, cand, alpha=alpha, margin=margin, seed=config.seed)
-    finally:
-        run_store.close()
-    console.print(comparison_table(comparison))
-    line = baseline_regressions(comparison)
-    if line is not None:
-        errors.print(line)
-    return line is not None
 
 
 def _judge_estimate(config: EvalConfig) -> None:

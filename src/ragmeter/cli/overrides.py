@@ -54,6 +54,10 @@ CONFIG_FIELDS: dict[str, tuple[str, Callable[[Any], Any] | None]] = {
     "save_trace": ("save_trace", None),
     "resume": ("resume", None),
     "dry_run": ("dry_run", None),
+    # gates under noise (ragmeter.cli.noise_options)
+    "repeats": ("repeats", None),
+    "failed_as": ("failed_as", None),
+    "coverage_floor": ("coverage_floor", None),
     # seed 002's options (ragmeter.cli.compat_options)
     "dataset_list": ("datasets", list),
     "no_judge": ("judge", lambda _: None),

@@ -14,7 +14,7 @@ from rich.text import Text
 from ragmeter.models import RunRecord
 from ragmeter.redaction import redact_text
 from ragmeter.reports.terminal import inert
-from ragmeter.scoring.targets import gate_failures
+from ragmeter.scoring.targets import gate_failures, target_condition
 
 if TYPE_CHECKING:
     from ragmeter.judges.cost import Estimate
@@ -32,15 +32,20 @@ def gate_report(record: RunRecord) -> tuple[bool, list[Text]]:
     lines = []
     if failing:
         shown = ", ".join(
-            f"{inert(t.metric, markup=False)} {t.value:.3f} (target {t.op} {t.threshold:g})"
+            f"{inert(t.metric, markup=False)} {t.value:.3f} (target {target_condition(t)}"
+            + (f"; {inert(t.reason, markup=False)})" if t.reason else ")")
             for t in failing
             if t.value is not None
         )
         lines.append(Text("gate: targets failed: ", style="red").append(shown, style="default"))
     if unmeasured:
-        names = ", ".join(inert(t.metric, markup=False) for t in unmeasured)
+        names = ", ".join(
+            inert(t.metric, markup=False)
+            + f" ({inert(t.reason or 'no case scored', markup=False)})"
+            for t in unmeasured
+        )
         lines.append(
-            Text("gate: targets not measured (no case scored): ", style="red").append(
+            Text("gate: targets not measured: ", style="red").append(
                 f"{names}; run errors: {record.error_count} of {record.question_count}. Mark a "
                 "target optional in --targets ('> 0.6 optional') if the run cannot measure it",
                 style="default",

@@ -1,0 +1,82 @@
+"""``ragmeter eval --baseline``: compare the new run with a baseline right after it, and judge
+the ``non_inferior`` targets, which need that comparison."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+
+from ragmeter.cli.app import console, error_context, errors, fail
+from ragmeter.errors import StoreError
+from ragmeter.models import RunRecord
+from ragmeter.reports.terminal import inert
+from ragmeter.store.sqlite import RunNotFoundError, RunStore
+
+if TYPE_CHECKING:
+    from ragmeter.config import EvalConfig
+    from ragmeter.scoring.compare import Comparison
+
+
+def check_baseline_is_stored(store: str, baseline: str) -> None:
+    """Fail before any question is asked when the baseline run is not in the store."""
+    try:
+        run_store = RunStore(store, create=False)
+    except StoreError as exc:
+        fail(f"--baseline {baseline}: {exc}")
+    try:
+        run_store.get_run(baseline)
+    except RunNotFoundError as exc:
+        fail(f"--baseline: {exc} ({store}); give a run id or a run JSON file")
+    finally:
+        run_store.close()
+
+
+def compare_with_baseline(config: EvalConfig, run_id: str) -> tuple[Comparison, bool]:
+    """Compare the new run with ``config.baseline`` and print it; the comparison and whether
+    a metric regressed."""
+    from ragmeter.reports.compare_console import comparison_table
+    from ragmeter.reports.run_notes import baseline_regressions
+    from ragmeter.scoring.compare import RunScores, compare_runs
+
+    baseline = str(config.baseline)
+    run_store = RunStore(config.store)
+    try:
+        with error_context(prefix=f"baseline {baseline!r}: "):
+            base = RunScores.load(run_store, baseline)
+            cand = RunScores.from_store(run_store, run_id)
+            comparison = compare_runs(
+                base, cand, alpha=config.alpha, margin=config.margin, seed=config.seed
+            )
+    finally:
+        run_store.close()
+    console.print(comparison_table(comparison))
+    line = baseline_regressions(comparison)
+    if line is not None:
+        errors.print(line)
+    return comparison, line is not None
+
+
+def judge_non_inferior(
+    record: RunRecord, config: EvalConfig, comparison: Comparison | None
+) -> RunRecord:
+    """The record with its ``non_inferior`` targets judged against ``comparison`` (without one
+    they stay not measured, saying a baseline is needed), each verdict printed."""
+    from ragmeter.scoring.targets import Target, check_targets, target_condition
+
+    if comparison is None or not any(t.rule == "non_inferior" for t in record.targets):
+        return record
+    targets = []
+    for result in record.targets:
+        if result.rule != "non_inferior":
+            targets.append(result)
+            continue
+        target = Target(
+            result.metric, result.op, result.threshold, result.perspective, result.optional,
+            rule="non_inferior",
+        )  # fmt: skip
+        (judged,) = check_targets(record.scorecard, [target], config.coverage_floor, comparison)
+        line = f"{result.metric} {target_condition(judged)}: {judged.status} ({judged.reason})"
+        console.print(Text(f"target {inert(line, markup=False)}"))
+        targets.append(judged)
+    return record.model_copy(update={"targets": targets})

@@ -1,0 +1,41 @@
+"""``eval`` options of the gates under noise (docs/statistics.md): ``--repeats N``,
+``--failed-as exclude|zero|worst`` and ``--coverage-floor F``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_OPTIONS = (
+    click.option(
+        "--repeats",
+        type=click.IntRange(min=1),
+        help="Ask each case N times; per-case means feed the aggregates, the intervals resample "
+        "cases, and each metric reports its within- and between-case variance.",
+    ),
+    click.option(
+        "--failed-as",
+        "failed_as",
+        type=click.Choice(["exclude", "zero", "worst"]),
+        help="How failed cases enter a value: left out with the coverage shown (exclude, the "
+        "default), as 0, or as the scale's worst end.",
+    ),
+    click.option(
+        "--coverage-floor",
+        "coverage_floor",
+        type=click.FloatRange(0.0, 1.0),
+        help="A target whose metric measured less than this share of the cases it applies to "
+        "is not measured (default 0.9).",
+    ),
+)
+
+
+def noise_options(function: F) -> F:
+    """Add the options to a command."""
+    for option in reversed(_OPTIONS):
+        function = option(function)
+    return function
