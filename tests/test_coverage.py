@@ -236,7 +236,8 @@ def test_non_inferiority_gate_and_noise_flags_through_the_cli(tmp_path: Path) ->
     assert "recall_at_5 non_inferior(margin=0.02): fail" in worse.stdout
     assert "targets failed: recall_at_5" in worse.stderr
     alone = _cli(tmp_path, "eval", *common, "--targets", "t.yaml", "--gate", "--output-dir", "x")
-    assert alone.returncode == 4 and "needs a baseline" in alone.stderr
+    assert alone.returncode == 2 and "needs a baseline: add --baseline" in alone.stderr
+    assert not (tmp_path / "x").exists()  # refused before any question
     # the noise flags reach the run's config
     flagged = _cli(
         tmp_path, "eval", *common, "--repeats", "2", "--failed-as", "worst",
@@ -248,3 +249,50 @@ def test_non_inferiority_gate_and_noise_flags_through_the_cli(tmp_path: Path) ->
     config = document["config"]
     assert (config["repeats"], config["failed_as"], config["coverage_floor"]) == (2, "worst", 0.5)
     assert document["question_count"] == 60
+
+
+def test_a_mapping_target_keeps_its_interval_rule() -> None:
+    from ragmeter.scoring.targets import parse_targets, target_condition
+
+    (target,) = parse_targets([{"metric": "faithfulness", "op": ">=", "value": "0.8 @ lower"}])
+    (result,) = check_targets(_card_with_interval(), [target])
+    assert (target.rule, result.status, target_condition(result)) == (
+        "lower",
+        "fail",
+        ">= 0.8 @ lower",
+    )
+
+
+def test_non_inferiority_needs_paired_coverage() -> None:
+    from ragmeter.scoring.compare import Comparison, MetricComparison
+    from ragmeter.scoring.targets import parse_targets
+
+    row = MetricComparison(
+        metric="faithfulness", group="generation", higher_is_better=True, baseline=0.87,
+        candidate=0.86, delta=-0.01, n_paired=6, kind="continuous", test="perm",
+        ci_low=-0.01, ci_high=0.01, coverage=0.6,
+    )  # fmt: skip
+    comparison = Comparison(
+        baseline="b", candidate="c", n_shared_cases=6, alpha=0.05, margin=0.02, rows=[row]
+    )
+    (target,) = parse_targets(["non_inferior(faithfulness, margin=0.02)"])
+    (result,) = check_targets(_card_with_interval(), [target], 0.9, comparison)
+    assert result.status == "not_measured" and "paired coverage 0.60 < 0.90" in str(result.reason)
+
+
+def test_plan_refuses_what_it_cannot_plan(tmp_path: Path) -> None:
+    common = ["--store", "runs.db", "--no-progress", "--output-dir", "out"]
+    done = _cli(tmp_path, "eval", "--metrics", "retrieval,injection", "--samples", "40", *common)
+    assert done.returncode == 0, done.stderr
+    again = _cli(tmp_path, "eval", "--metrics", "retrieval,injection", "--samples", "40", *common)
+    assert again.returncode == 0, again.stderr
+    ids = [json.loads(p.read_text())["id"] for p in sorted((tmp_path / "out").glob("*.json"))]
+    pair = ",".join(ids)
+    same = _cli(tmp_path, "plan", "--metric", "recall_at_5", "--effect", "0.05", "--from", pair,
+                "--store", "runs.db", "--json")  # fmt: skip
+    assert same.returncode == 0, same.stderr
+    plan = json.loads(same.stdout)
+    assert plan["sd"] > 0 and "own spreads" in plan["sd_basis"]  # identical runs: no paired sd
+    auc = _cli(tmp_path, "plan", "--metric", "injection_auc", "--effect", "0.05", "--from",
+               ids[0], "--store", "runs.db")  # fmt: skip
+    assert auc.returncode != 0 and "run-level statistic" in auc.stderr

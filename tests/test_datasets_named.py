@@ -5,6 +5,7 @@ path fails at once, offline, naming the local-file form; ``ragmeter datasets`` l
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -93,11 +94,19 @@ def test_hub_path_without_the_library_names_the_local_form() -> None:
 def test_hub_path_offline_reads_only_the_cache(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[tuple[object, ...]] = []
 
+    options: list[dict[str, object]] = []
+
+    class DownloadConfig:
+        def __init__(self, **kwargs: object) -> None:
+            self.kwargs = kwargs
+
     def fake_load(*args: object, **kwargs: object) -> object:
         calls.append(args)
+        options.append(kwargs)
         raise ConnectionError("offline and not cached")
 
-    monkeypatch.setitem(sys.modules, "datasets", types.SimpleNamespace(load_dataset=fake_load))
+    fake = types.SimpleNamespace(load_dataset=fake_load, DownloadConfig=DownloadConfig)
+    monkeypatch.setitem(sys.modules, "datasets", fake)
     monkeypatch.setattr("importlib.util.find_spec", lambda name: object())
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.delenv("HF_DATASETS_OFFLINE", raising=False)
@@ -107,6 +116,9 @@ def test_hub_path_offline_reads_only_the_cache(monkeypatch: pytest.MonkeyPatch) 
     assert "offline (HF_HUB_OFFLINE is set)" in message
     assert "--dataset ragbench:/path/to/" in message
     assert calls == [("rungalileo/ragbench", "covidqa")]
+    config = options[0]["download_config"]
+    assert isinstance(config, DownloadConfig) and config.kwargs == {"local_files_only": True}
+    assert "HF_DATASETS_OFFLINE" not in os.environ  # nothing set for the rest of the process
 
 
 def test_unknown_ragbench_subset_lists_the_subsets() -> None:

@@ -124,3 +124,101 @@ def test_repeats_through_the_cli(tmp_path: Path) -> None:
         case["scores"]["token_f1"] for case in document["cases"] if "token_f1" in case["scores"]
     ]
     assert f1["value"] == pytest.approx(float(np.mean(per_answer)), abs=1e-4)  # equal repeats
+
+
+def _naive_and_cluster(rng: np.random.Generator) -> tuple[bool, bool]:
+    """Between-case sd 0.5, within 0.1: resampling answers as if independent is too narrow."""
+    n, repeats, truth = 40, 3, 0.5
+    base = [Case(case_id=f"c{i}", question="q?") for i in range(n)]
+    cases = expand_repeats(base, repeats)
+    effects = rng.normal(0, 0.5, n)
+    values = [truth + effects[i // repeats] + rng.normal(0, 0.1) for i in range(len(cases))]
+    scores = [Score(c.case_id, "quality", v) for c, v in zip(cases, values, strict=True)]
+    cluster, _ = aggregate_with_breakdowns(scores, [SCORE], cases, resamples=400, seed=1)
+    flat = [Case(case_id=c.case_id, question="q?") for c in cases]  # repeats ignored
+    naive, _ = aggregate_with_breakdowns(scores, [SCORE], flat, resamples=400, seed=1)
+    found = []
+    for card in (naive, cluster):
+        summary = card.get("quality")
+        assert summary is not None and summary.ci_low is not None and summary.ci_high is not None
+        found.append(summary.ci_low <= truth <= summary.ci_high)
+    return found[0], found[1]
+
+
+def test_resampling_answers_under_covers_where_the_cluster_bootstrap_holds() -> None:
+    rng = np.random.default_rng(9)
+    runs = 200
+    results = [_naive_and_cluster(rng) for _ in range(runs)]
+    naive = sum(r[0] for r in results) / runs
+    cluster = sum(r[1] for r in results) / runs
+    assert naive < 0.85  # about 0.75 expected: the answers of a case are not independent
+    assert cluster >= 0.95 - 3 * np.sqrt(0.05 * 0.95 / runs)
+
+
+def test_repeats_keep_failures_and_coverage_per_answer() -> None:
+    base = [Case(case_id=f"c{i}", question="q?") for i in range(4)]
+    cases = expand_repeats(base, 3)
+    scores = [Score(c.case_id, "quality", 1.0) for c in cases]
+    scores[1] = Score("c0~r2", "quality", None, "failed", "judge reply malformed")
+    for i in (9, 10, 11):  # every answer of c3 failed
+        scores[i] = Score(cases[i].case_id, "quality", None, "failed", "timeout")
+    for policy, n_scored in (("exclude", 3), ("zero", 4)):
+        card, _ = aggregate_with_breakdowns(scores, [SCORE], cases, resamples=100, failed_as=policy)
+        summary = card.get("quality")
+        assert summary is not None
+        assert (summary.n_scored, summary.n_failed) == (n_scored, 4)  # cases; failed answers
+        assert summary.coverage == pytest.approx(8 / 12)  # 8 of 12 answers measured
+
+
+def test_a_binary_metric_with_repeats_is_compared_on_its_case_means() -> None:
+    from ragmeter.models import MetricSummary, RunRecord, Scorecard
+    from ragmeter.scoring.compare import compare_runs
+
+    def run(run_id: str, second_wrong: bool) -> RunScores:
+        values = {}
+        for i in range(40):
+            values[f"c{i}"] = 1.0
+            values[f"c{i}~r2"] = 0.0 if second_wrong else 1.0
+            values[f"c{i}~r3"] = 1.0
+        summary = MetricSummary(
+            name="hit", group="retrieval", value=0.9, n_scored=40, n_skipped=0, n_failed=0,
+            kind="binary",
+        )  # fmt: skip
+        card = Scorecard(metrics=[summary], by_group={"retrieval": ["hit"]})
+        record = RunRecord(id=run_id, name=run_id, created_at="", config={}, datasets=[])
+        record.scorecard = card
+        return RunScores(record, {"hit": values})
+
+    (row,) = compare_runs(run("base", False), run("cand", True), resamples=2000).rows
+    assert row.test == "sign_flip_permutation"  # case means of 2/3 are not 0/1
+    assert row.mean_diff == pytest.approx(-1 / 3) and row.verdict == "regression"
+
+
+def test_run_level_statistics_ignore_repeats_of_the_same_answers() -> None:
+    from ragmeter.metrics.base import MetricSettings
+    from ragmeter.metrics.context import context_metrics
+    from ragmeter.models import CaseResult, Response, RetrievedChunk
+    from ragmeter.runner.scoring import score_results
+
+    chunks = [
+        RetrievedChunk(id="a", text="Refunds take five business days."),
+        RetrievedChunk(id="b", text="Refunds take five days for card payments."),
+    ]
+    other = [RetrievedChunk(id="c", text="Parking costs forty euros a month.")]
+    base = [Case(case_id="q1", question="q?"), Case(case_id="q2", question="q?")]
+    answers = {"q1": chunks, "q2": other + chunks[:1]}
+
+    def tfidf(cases: list[Case]) -> float | None:
+        metrics = [m for m in context_metrics(MetricSettings()) if m.name == "redundancy_tfidf"]
+        results = [
+            CaseResult(
+                case_id=c.case_id,
+                status="ok",
+                response=Response(answer="x", retrieved=answers[c.case_id.partition("~")[0]]),
+            )
+            for c in cases
+        ]
+        scores = score_results(cases, results, metrics)
+        return next(s.value for s in scores if s.case_id == "q1")
+
+    assert tfidf(expand_repeats(base, 3)) == pytest.approx(tfidf(base))

@@ -13,9 +13,11 @@ if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    """Debian Chromium, headless, through Playwright (installed once if missing)."""
+    """Debian Chromium, headless, through Playwright (installed once if missing). Per module:
+    Playwright's sync API keeps an event loop running in the main thread while it is open, and
+    a later test's ``asyncio.run`` would fail inside it."""
     from playwright.sync_api import sync_playwright
 
     path, why_not = chromium_executable()

@@ -32,6 +32,22 @@ def check_baseline_is_stored(store: str, baseline: str) -> None:
         run_store.close()
 
 
+def check_non_inferior_has_baseline(config: EvalConfig) -> None:
+    """Fail before any question is asked when a required non_inferior target has no
+    baseline to be judged against."""
+    from ragmeter.scoring.targets import parse_targets
+
+    if config.baseline or config.targets is None:
+        return
+    targets = parse_targets(config.targets)
+    needing = [t.metric for t in targets if t.rule == "non_inferior" and not t.optional]
+    if needing:
+        fail(
+            f"targets: non_inferior on {', '.join(needing)} needs a baseline: add --baseline "
+            "RUN_ID_OR_RUN_JSON, or mark the target optional"
+        )
+
+
 def compare_with_baseline(config: EvalConfig, run_id: str) -> tuple[Comparison, bool]:
     """Compare the new run with ``config.baseline`` and print it; the comparison and whether
     a metric regressed."""

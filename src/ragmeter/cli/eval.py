@@ -12,6 +12,7 @@ from rich.text import Text
 from ragmeter.cli.app import console, errors, fail, main
 from ragmeter.cli.baseline import (
     check_baseline_is_stored,
+    check_non_inferior_has_baseline,
     compare_with_baseline,
     judge_non_inferior,
 )
@@ -161,6 +162,7 @@ def eval_command(ctx: click.Context, /, **params: Any) -> None:
         fail("--gate with an empty targets table checks nothing; name at least one target")
     if baseline and not Path(baseline).is_file():
         check_baseline_is_stored(config.store, baseline)  # before any question is asked
+    check_non_inferior_has_baseline(config)
     outcome = run_with_progress(config, config.resume, config.verbose)
     write_outputs(outcome, config.save_trace)
     failed, comparison = False, None

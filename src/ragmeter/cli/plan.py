@@ -116,6 +116,14 @@ def _spread_from(store: str, source: str, metric: str) -> tuple[float, str, int]
         runs = [RunScores.load(run_store, reference) for reference in references]
     finally:
         run_store.close()
+    from ragmeter.scoring.roc import is_roc
+
+    summary = runs[0].summary(metric)
+    if summary is not None and is_roc(summary.aggregation):
+        fail(
+            f"{metric} is a run-level statistic ({summary.aggregation}), not a mean of per-case "
+            "values: plan the attacks and benign cases it needs instead"
+        )
     values = [run.values.get(metric, {}) for run in runs]
     for run, scored in zip(runs, values, strict=True):
         if not scored:
@@ -126,11 +134,19 @@ def _spread_from(store: str, source: str, metric: str) -> tuple[float, str, int]
             fail(f"run {runs[0].record.id} scored {metric!r} on fewer than 2 cases")
         # a candidate with the same spread and no correlation: sd of a difference = sqrt(2) sd
         spread = math.sqrt(2.0) * float(np.std(own, ddof=1))
+        if spread == 0.0:
+            fail(f"{metric} has the same value on every case of {runs[0].record.id}: no spread")
         return spread, f"sqrt(2) x the spread of run {runs[0].record.id}", len(own)
     shared = [case for case in values[0] if case in values[1]]
     if len(shared) < 2:
         fail(f"the two runs share fewer than 2 cases scored on {metric!r}")
-    diffs = np.array([values[1][c] - values[0][c] for c in shared])
-    spread = float(np.std(diffs, ddof=1))
+    first = np.array([values[0][c] for c in shared])
+    second = np.array([values[1][c] for c in shared])
+    spread = float(np.std(second - first, ddof=1))
     basis = f"paired differences of {runs[0].record.id} and {runs[1].record.id}"
+    if spread == 0.0:  # identical runs: as compare's MDE, the runs' own spreads
+        spread = math.sqrt(float(np.var(first, ddof=1)) + float(np.var(second, ddof=1)))
+        basis = f"the own spreads of {runs[0].record.id} and {runs[1].record.id} (no paired one)"
+    if spread == 0.0:
+        fail(f"{metric} varies in neither run: no spread to plan with")
     return spread, basis, len(shared)

@@ -41,7 +41,15 @@ def load_dataset(spec: str, field_map: dict[str, str] | None = None) -> list[Cas
     except (OSError, ValueError) as exc:  # a name too long, a NUL byte
         raise DatasetError([Problem(spec, None, None, f"cannot use this path: {exc}")]) from None
     if not exists:
-        raise DatasetError([Problem(spec, None, None, "no such file or folder")])
+        hint = (
+            ""
+            if any(c in spec for c in "/\\.")
+            else (
+                f"; not a dataset name either (named: demo, {', '.join(NAMED_DATASETS)}; a local "
+                "copy: NAME:PATH; `ragmeter datasets list` shows every form)"
+            )
+        )
+        raise DatasetError([Problem(spec, None, None, f"no such file or folder{hint}")])
     detected = detect_corpus_folder(path) if path.is_dir() else None
     if detected is not None:  # a BEIR or Cranfield folder, recognised by its files
         name, _, argument = detected.partition(":")

@@ -125,6 +125,7 @@ def ragbench_mapped(rows: list[dict[str, Any]], source: str) -> tuple[list[Case]
         labels["response"] = row.get("response")
         response = str(row.get("response") or "").strip()
         adherent = row.get("adherence_score") is True
+        subset = str(row.get("dataset_name") or "ragbench").removesuffix("_test")
         cases.append(
             Case(
                 case_id=case_id,
@@ -132,8 +133,9 @@ def ragbench_mapped(rows: list[dict[str, Any]], source: str) -> tuple[list[Case]
                 # the row's response is a reference only when GPT-4 found it fully supported
                 reference_answer=response if adherent and response else None,
                 gold_passages=gold,
-                category=str(row.get("dataset_name") or "ragbench").removesuffix("_test"),
-                dataset="ragbench",
+                category=subset,
+                # one dataset a subset: --samples is per dataset, breakdowns tell them apart
+                dataset=f"ragbench:{subset}" if subset != "ragbench" else "ragbench",
                 metadata={
                     "question_id": str(row.get("id")),
                     "ragbench": labels,

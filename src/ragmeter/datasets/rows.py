@@ -167,14 +167,16 @@ def hub_rows(
             ]
         )
     reason = hub_offline_reason()
-    if reason is not None:  # before the import: the library reads them when imported
-        os.environ["HF_DATASETS_OFFLINE"] = "1"
-        os.environ["HF_HUB_OFFLINE"] = "1"
     import datasets  # type: ignore[import-not-found,unused-ignore]
 
+    # offline: this call reads the local cache only (passed to the call, never set for the
+    # rest of the process)
+    options: dict[str, Any] = {}
+    if reason is not None and hasattr(datasets, "DownloadConfig"):
+        options["download_config"] = datasets.DownloadConfig(local_files_only=True)
     try:
         loaded = datasets.load_dataset(
-            repo, config, split=split, cache_dir=str(cache_root() / "hf")
+            repo, config, split=split, cache_dir=str(cache_root() / "hf"), **options
         )
     except Exception as exc:  # offline cache miss, unknown config, ...
         why = f"offline ({reason}) and not in the local cache" if reason else str(exc)

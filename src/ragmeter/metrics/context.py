@@ -19,6 +19,7 @@ from itertools import combinations
 from ragmeter.metrics.base import Metric, MetricOutput, MetricSettings, SkipScore
 from ragmeter.metrics.textmatch import content_tokens, fact_stated, index_text, words
 from ragmeter.models import Case, Response
+from ragmeter.scoring.repeats import REPEAT_KEY
 
 NGRAM = 3
 
@@ -58,7 +59,9 @@ class IdfTable:
         self.df.clear()
         self.documents = 0
         self._vectors.clear()
-        for _, response in pairs:
+        for case, response in pairs:
+            if case.metadata.get(REPEAT_KEY):  # a repeat: the run's corpus counted once
+                continue
             for text in _texts(response):
                 self.documents += 1
                 self.df.update(set(content_tokens(text)))

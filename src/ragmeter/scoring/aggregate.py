@@ -129,6 +129,7 @@ def aggregate_with_breakdowns(
     table = ScoreTable.from_scores(scores, [m.name for m in ordered], case_ids)
     table.count_failed_as(ordered, failed_as)
     collapsed = None
+    answers = table.status
     if cases is not None and any(case.metadata.get(REPEAT_KEY) for case in cases):
         collapsed = collapse(table.case_ids, table.values, table.status, base_ids(cases))
         table = ScoreTable(
@@ -150,6 +151,15 @@ def aggregate_with_breakdowns(
     if collapsed is not None:
         for summary in summaries:
             j = table.metrics.index(summary.name)
+            # failures and coverage count answers: a case whose repeats partly failed (or
+            # were given a value by failed_as) is not fully measured
+            measured = int((answers[:, j] == 0).sum())
+            summary.n_failed = int((answers[:, j] == 2).sum())
+            summary.n_unreported = int((answers[:, j] == 4).sum())
+            missed = summary.n_failed + summary.n_unreported
+            summary.coverage = (
+                round(measured / (measured + missed), 6) if measured + missed else None
+            )
             summary.repeats = collapsed.repeats
             summary.within_case_var = _finite(collapsed.within[j])
             summary.between_case_var = _finite(collapsed.between[j])

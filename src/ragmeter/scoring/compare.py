@@ -39,6 +39,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from ragmeter.errors import InputError
+from ragmeter.metrics.base import NOT_REPORTED
 from ragmeter.models import MetricSummary, RunRecord
 from ragmeter.runfile import RunFile
 from ragmeter.scoring.power import (
@@ -47,6 +48,7 @@ from ragmeter.scoring.power import (
     adjust_p_values,
     minimum_detectable_effect,
     per_metric_level,
+    z_total,
 )
 from ragmeter.scoring.repeats import REPEAT_SEPARATOR, mean_by_case, repeat_number
 from ragmeter.scoring.roc import is_roc, paired_detector_difference
@@ -75,19 +77,27 @@ class RunScores:
         self.values = {name: _by_case(cases) for name, cases in values.items()}
         # detector metrics: metric -> case id -> label (true: a positive)
         self.labels = labels or {}
+        # metric -> the cases it failed on or the target did not report for (the store's
+        # runs only): what a comparison of the scored cases leaves out
+        self.missed: dict[str, set[str]] = {}
 
     @classmethod
     def from_store(cls, store: RunStore, run_id: str) -> RunScores:
         record = store.get_run(run_id)
         values: dict[str, dict[str, float]] = {}
         labels: dict[str, dict[str, bool]] = {}
+        missed: dict[str, set[str]] = {}
         for score in store.get_scores(record.id):
             if score.status == "ok" and score.value is not None:
                 values.setdefault(score.metric, {})[score.case_id] = score.value
                 label = score.details.get("label")
                 if isinstance(label, bool):
                     labels.setdefault(score.metric, {})[score.case_id] = label
-        return cls(record, values, labels)
+            elif score.status == "failed" or (score.reason or "").startswith(NOT_REPORTED):
+                missed.setdefault(score.metric, set()).add(_base_id(score.case_id))
+        scores = cls(record, values, labels)
+        scores.missed = missed
+        return scores
 
     @classmethod
     def from_file(cls, path: str | Path) -> RunScores:
@@ -107,14 +117,14 @@ class RunScores:
         return card.get(metric) if card is not None else None
 
 
+def _base_id(case_id: str) -> str:
+    return case_id.rpartition(REPEAT_SEPARATOR)[0] if repeat_number(case_id) > 1 else case_id
+
+
 def _by_case(values: dict[str, float]) -> dict[str, float]:
     if not any(repeat_number(case_id) > 1 for case_id in values):
         return values
-    base_of = {
-        case_id: case_id.rpartition(REPEAT_SEPARATOR)[0] if repeat_number(case_id) > 1 else case_id
-        for case_id in values
-    }
-    return mean_by_case(values, base_of)
+    return mean_by_case(values, {case_id: _base_id(case_id) for case_id in values})
 
 
 class MetricComparison(BaseModel):
@@ -144,6 +154,8 @@ class MetricComparison(BaseModel):
     mde_basis: str | None = None
     # the worsening that makes a significant change a regression
     margin_needed: float | None = None
+    # paired cases over paired + cases either run failed or did not report (store runs)
+    coverage: float | None = None
     pass_to_fail: list[str] = Field(default_factory=list)
     fail_to_pass: list[str] = Field(default_factory=list)
     verdict: Verdict = "no_difference"
@@ -190,6 +202,7 @@ def compare_metric(
     c_value = c_summary.value if c_summary else None
     b_cases, c_cases = base.values.get(name, {}), cand.values.get(name, {})
     shared = [case for case in b_cases if case in c_cases]
+    missed = (base.missed.get(name, set()) | cand.missed.get(name, set())) - set(shared)
     row = MetricComparison(
         metric=name,
         group=summary.group,
@@ -204,6 +217,7 @@ def compare_metric(
         kind="none",
         test="none",
         gated=gated,
+        coverage=round(len(shared) / (len(shared) + len(missed)), 6) if shared or missed else None,
     )
     if is_roc(summary.aggregation):
         return _compare_detector(row, summary, base, cand, shared, alpha, margin, resamples, seed)
@@ -219,7 +233,9 @@ def compare_metric(
     interval = paired_bootstrap_interval(diffs, resamples, seed)
     row.ci_low, row.ci_high = interval if interval else (None, None)
     declared = summary.value_kind() if summary.kind is not None else None
-    if declared == "binary" or (declared is None and _is_binary(a, b)):
+    # a binary metric goes to McNemar only while its per-case values are 0 or 1: with repeats
+    # a case's mean can be 2/3, and McNemar would drop every case that moved part of the way
+    if declared in ("binary", None) and _is_binary(a, b):
         row.kind, row.test = "binary", "mcnemar_exact"
         row.pass_to_fail = [c for c, x, y in zip(shared, a, b, strict=True) if x == 1 and y == 0]
         row.fail_to_pass = [c for c, x, y in zip(shared, a, b, strict=True) if x == 0 and y == 1]
@@ -322,16 +338,19 @@ def compare_runs(
         summary = cand.summary(name)
         if gate_performance or (summary is not None and summary.group != "performance"):
             gated_names.append(name)
-    level = per_metric_level(alpha, correction, len(gated_names))
     rows = [
-        compare_metric(name, base, cand, alpha, margin, resamples, seed, name in gated_names, level)
+        compare_metric(name, base, cand, alpha, margin, resamples, seed, name in gated_names)
         for name in common
     ]
     tested = [(row, row.p_value) for row in rows if row.gated and row.p_value is not None]
     adjusted = adjust_p_values([p for _, p in tested], correction)
+    # a gated metric's MDE at the level the correction leaves it (m: the metrics tested)
+    scale = z_total(per_metric_level(alpha, correction, len(tested))) / z_total(alpha)
     for (row, _), p_adjusted in zip(tested, adjusted, strict=True):
         row.p_adjusted = p_adjusted
         set_verdict(row, p_adjusted, alpha)
+        if row.mde is not None:
+            row.mde *= scale
     shared_cases: set[str] = set()
     for name in common:
         shared_cases |= set(base.values.get(name, {})) & set(cand.values.get(name, {}))

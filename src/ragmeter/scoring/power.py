@@ -59,6 +59,11 @@ def per_metric_level(alpha: float, method: Correction, gated: int) -> float:
     return alpha if method == "none" or gated <= 1 else alpha / gated
 
 
+def z_total(level: float, power: float = DEFAULT_POWER) -> float:
+    """z(1 - level / 2) + z(power): the MDE in standard errors."""
+    return _z_sum(level, power)
+
+
 def _z_sum(level: float, power: float) -> float:
     return _NORMAL.inv_cdf(1 - level / 2) + _NORMAL.inv_cdf(power)
 

@@ -136,7 +136,12 @@ def parse_targets(spec: dict[str, Any] | list[Any] | None) -> list[Target]:
                 raise TargetSpecError(f"target #{position}: optional must be true or false")
             targets.append(
                 Target(
-                    target.metric, target.op, target.threshold, item.get("perspective"), optional
+                    target.metric,
+                    target.op,
+                    target.threshold,
+                    item.get("perspective"),
+                    optional,
+                    rule=target.rule,
                 )
             )
         else:
@@ -169,7 +174,9 @@ def check_targets(
         elif coverage is not None and coverage < coverage_floor:
             reason = f"coverage {coverage:.2f} < {coverage_floor:.2f}"
         elif target.rule == "non_inferior":
-            status, reason = _non_inferior(target, rows.get(target.metric), comparison)
+            status, reason = _non_inferior(
+                target, rows.get(target.metric), comparison, coverage_floor
+            )
         elif target.rule in ("lower", "upper"):
             bound = summary.ci_low if target.rule == "lower" else summary.ci_high
             if bound is None:
@@ -207,12 +214,20 @@ def target_condition(result: TargetResult) -> str:
 
 
 def _non_inferior(
-    target: Target, row: MetricComparison | None, comparison: Comparison | None
+    target: Target,
+    row: MetricComparison | None,
+    comparison: Comparison | None,
+    coverage_floor: float,
 ) -> tuple[str, str]:
     if comparison is None:
         return "not_measured", "non_inferior needs a baseline (eval --baseline RUN)"
     if row is None or row.ci_low is None or row.ci_high is None:
         return "not_measured", f"no paired interval against baseline {comparison.baseline}"
+    if row.coverage is not None and row.coverage < coverage_floor:
+        return "not_measured", (
+            f"paired coverage {row.coverage:.2f} < {coverage_floor:.2f} (cases failed or not "
+            "reported in either run)"
+        )
     # oriented so that higher is better: the worst end of the paired difference's interval
     bound = row.ci_low if row.higher_is_better else row.ci_high
     worst = bound if row.higher_is_better else -bound
