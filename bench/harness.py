@@ -10,7 +10,8 @@ the ragmeter contract and ``GET /health`` with 200. In one run this script measu
     metrics scored, results stored in a temporary SQLite file, run file written, progress off,
 
 alternating (a) and (b) ``--repeat`` times, and prints the median cases/s of each and the ratio
-ragmeter / bare. ``--profile`` adds a cProfile of one ragmeter evaluation.
+ragmeter / bare. ``--profile`` adds a cProfile of one ragmeter evaluation, every thread
+included (scoring runs in a thread of its own), printed per thread group.
 
     python bench/harness.py [--cases 2000] [--concurrency 8] [--repeat 3] [--profile]
 """
@@ -28,6 +29,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -210,6 +212,48 @@ def run_ragmeter(
     return elapsed, (last_answer - started if last_answer else elapsed)
 
 
+def profile_one(
+    url: str,
+    raw_cases: list[dict[str, Any]],
+    concurrency: int,
+    workdir: Path,
+    metrics: list[str] | None,
+) -> str:
+    """cProfile of one ragmeter evaluation, every Python thread included: scoring runs in a
+    thread of its own (``runner.background``), which a profiler of the main thread alone does
+    not see. The main thread (querying, run file) and the other threads (scoring, store) are
+    printed apart, then together."""
+    thread_profiles: list[cProfile.Profile] = []
+
+    def start_thread_profile(*_: Any) -> None:
+        sys.setprofile(None)
+        profile = cProfile.Profile()
+        thread_profiles.append(profile)
+        profile.enable()
+
+    main_profile = cProfile.Profile()
+    threading.setprofile(start_thread_profile)
+    try:
+        main_profile.enable()
+        run_ragmeter(url, raw_cases, concurrency, workdir, metrics)
+        main_profile.disable()
+    finally:
+        threading.setprofile(None)  # type: ignore[arg-type]
+    out = io.StringIO()
+    out.write("=== main thread (querying, storing responses, run file) ===\n")
+    stats = pstats.Stats(main_profile, stream=out)
+    stats.sort_stats("tottime").print_stats(15)
+    stats.sort_stats("cumulative").print_stats(20)
+    if thread_profiles:
+        out.write("=== other threads (scoring, aggregation, storing scores) ===\n")
+        others = pstats.Stats(thread_profiles[0], stream=out)
+        for profile in thread_profiles[1:]:
+            others.add(profile)
+        others.sort_stats("tottime").print_stats(25)
+        others.sort_stats("cumulative").print_stats(35)
+    return out.getvalue()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, default=2000)
@@ -275,15 +319,7 @@ def main() -> int:
             )
 
             if args.profile:
-                profiler = cProfile.Profile()
-                profiler.enable()
-                run_ragmeter(url, raw_cases, args.concurrency, workdir)
-                profiler.disable()
-                out = io.StringIO()
-                stats = pstats.Stats(profiler, stream=out)
-                stats.sort_stats("tottime").print_stats(25)
-                stats.sort_stats("cumulative").print_stats(35)
-                print(out.getvalue())
+                print(profile_one(url, raw_cases, args.concurrency, workdir, families))
     finally:
         server.kill()
         server.wait(timeout=5)

@@ -59,7 +59,7 @@ def recorded_cases(count: int) -> tuple[list[Case], list[CaseResult]]:
 def clear_text_caches() -> None:
     """Cold caches for every timing: the text caches live for the process."""
     from ragmeter import text
-    from ragmeter.metrics import context, markers, numbers, textmatch
+    from ragmeter.metrics import context, lexical, markers, numbers, textmatch
     from ragmeter.metrics.grounding import features
 
     for cached in (
@@ -73,6 +73,9 @@ def clear_text_caches() -> None:
         markers.strip_markers,
         features._chunk,
         features._build_context,
+        lexical.normalize_answer,
+        lexical._keywords,
+        lexical._source_indicators,
     ):
         cached.cache_clear()
 

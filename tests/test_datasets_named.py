@@ -201,3 +201,17 @@ def test_loading_a_corpus_dataset_does_not_change_another_runs_corpus(tmp_path: 
     assert carried.record.config["target"]["corpus"] == squad[0].metadata[CORPUS_KEY]
     squad_mrr = carried.record.scorecard.get("mrr") if carried.record.scorecard else None
     assert squad_mrr is not None and (squad_mrr.value or 0) > 0.5
+
+
+def test_samples_are_per_dataset_given_even_of_one_source() -> None:
+    """Two RAGBench subset files are two datasets for --samples (both are tagged ragbench)."""
+    from ragmeter.datasets import load_datasets
+    from ragmeter.runner.engine import sample_cases
+
+    files = sorted((DATASETS / "hf_samples" / "ragbench").rglob("*.parquet"))
+    if len(files) < 2:
+        pytest.skip("the RAGBench sample files are absent")
+    cases = load_datasets([f"ragbench:{files[0]}", f"ragbench:{files[1]}"])
+    assert {c.dataset for c in cases} == {"ragbench"}
+    picked = sample_cases(cases, 3, seed=0)
+    assert len(picked) == 6

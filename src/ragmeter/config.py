@@ -296,6 +296,10 @@ class EvalConfig(BaseModel):
     # spot check asks them of the second judge, else of the run's own judge
     spot_check_prompts: dict[str, str] = Field(default_factory=dict)
     concurrency: int = Field(default=8, ge=1)
+    # where target calls and scoring run (docs/runs.md, "Executors"): this process, or a Ray
+    # cluster (the ray extra) at ray_address; without an address a local Ray instance is started
+    executor: Literal["local", "ray"] = "local"
+    ray_address: str | None = None
     # derived from target.timeout_s when only that is given (case_timeout_for, in load_config)
     case_timeout_s: float = Field(default=DEFAULT_CASE_TIMEOUT_S, gt=0)
     samples: int | None = Field(default=None, ge=1)

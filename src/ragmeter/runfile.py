@@ -66,18 +66,24 @@ class RunFile(RunRecord):
     def from_run(cls, record: RunRecord, results: list[CaseResult], scores: list[Score]) -> RunFile:
         per_case: dict[str, dict[str, float | ScoreStatus]] = defaultdict(dict)
         labels: dict[str, dict[str, bool]] = defaultdict(dict)
+        # one ScoreStatus per (status, reason), shared by the scores that have it: most reasons
+        # repeat, and a run has about as many skipped scores as measured ones
+        statuses: dict[tuple[bool, str | None], ScoreStatus] = {}
         for score in scores:
-            label = score.details.get("label") if score.status == "ok" else None
-            if isinstance(label, bool):
-                labels[score.case_id][score.metric] = label
-            per_case[score.case_id][score.metric] = (
-                score.value
-                if score.status == "ok" and score.value is not None
-                else ScoreStatus(
-                    status="skipped" if score.status == "skipped" else "failed",
-                    reason=score.reason,
+            if score.status == "ok":
+                label = score.details.get("label") if score.details else None
+                if isinstance(label, bool):
+                    labels[score.case_id][score.metric] = label
+                if score.value is not None:
+                    per_case[score.case_id][score.metric] = score.value
+                    continue
+            skipped = score.status == "skipped"
+            status = statuses.get((skipped, score.reason))
+            if status is None:
+                status = statuses[skipped, score.reason] = ScoreStatus(
+                    status="skipped" if skipped else "failed", reason=score.reason
                 )
-            )
+            per_case[score.case_id][score.metric] = status
         cases = [
             CaseOutcome.model_construct(
                 case_id=r.case_id,

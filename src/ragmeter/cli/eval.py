@@ -17,6 +17,7 @@ from ragmeter.cli.baseline import (
     judge_non_inferior,
 )
 from ragmeter.cli.compat_options import seed002_options
+from ragmeter.cli.executor_options import executor_options
 from ragmeter.cli.noise_options import noise_options
 from ragmeter.cli.options import config_overrides, pairs, shared, target_spec, targets_file
 from ragmeter.cli.perspective import seed003_options, write_outputs
@@ -147,6 +148,7 @@ from ragmeter.reports.terminal import inert
 @seed003_options
 @seed002_options
 @noise_options
+@executor_options
 @click.pass_context
 def eval_command(ctx: click.Context, /, **params: Any) -> None:
     """Ask every case, score, store the run and print the scorecard.

@@ -58,6 +58,9 @@ CONFIG_FIELDS: dict[str, tuple[str, Callable[[Any], Any] | None]] = {
     "repeats": ("repeats", None),
     "failed_as": ("failed_as", None),
     "coverage_floor": ("coverage_floor", None),
+    # where the run executes (ragmeter.cli.executor_options)
+    "executor": ("executor", None),
+    "ray_address": ("ray_address", None),
     # seed 002's options (ragmeter.cli.compat_options)
     "dataset_list": ("datasets", list),
     "no_judge": ("judge", lambda _: None),

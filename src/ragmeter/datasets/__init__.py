@@ -21,6 +21,7 @@ __all__ = [
 
 
 # seed 002's datasets, loadable by bare name (``ragbench``) or from local files (``NAME:PATH``)
+DATASET_SPEC_KEY = "dataset_spec"  # the --dataset a case came from (metadata)
 NAMED_DATASETS = ("ragbench", "squad_v2", "hotpotqa", "msmarco", "qasper", "golden")
 
 
@@ -166,6 +167,8 @@ def load_datasets(specs: list[str], field_map: dict[str, str] | None = None) -> 
                 )
                 continue
             seen[case.case_id] = spec
+            # --samples is per dataset given (two RAGBench subset files are two datasets)
+            case.metadata.setdefault(DATASET_SPEC_KEY, spec)
             cases.append(case)
     if problems:
         raise DatasetError(problems)

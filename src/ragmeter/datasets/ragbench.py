@@ -134,8 +134,7 @@ def ragbench_mapped(rows: list[dict[str, Any]], source: str) -> tuple[list[Case]
                 reference_answer=response if adherent and response else None,
                 gold_passages=gold,
                 category=subset,
-                # one dataset a subset: --samples is per dataset, breakdowns tell them apart
-                dataset=f"ragbench:{subset}" if subset != "ragbench" else "ragbench",
+                dataset="ragbench",
                 metadata={
                     "question_id": str(row.get("id")),
                     "ragbench": labels,

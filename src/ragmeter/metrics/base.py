@@ -246,42 +246,67 @@ MetricFamily = Callable[[MetricSettings], list[Metric]]
 
 def score_case(metric: Metric, case: Case, result: CaseResult) -> Score:
     """Apply one metric to one case's result, keeping skips and failures apart from values."""
+    if metric.on_result is None:
+        if result.status != "ok" or result.response is None:
+            return Score(
+                case.case_id, metric.name, None, "failed", f"target error: {result.error_type}"
+            )
+        return score_response(metric, case, result.response)
     try:
-        if metric.on_result is not None:
-            output = metric.on_result(case, result)
-        else:
-            if result.status != "ok" or result.response is None:
-                return Score(
-                    case_id=case.case_id,
-                    metric=metric.name,
-                    value=None,
-                    status="failed",
-                    reason=f"target error: {result.error_type}",
-                )
-            for name in metric.requires:
-                check, reason = INPUTS[name]
-                if not check(case, result.response):
-                    return Score(
-                        case_id=case.case_id,
-                        metric=metric.name,
-                        value=None,
-                        status="skipped",
-                        reason=reason,
-                    )
-            assert metric.compute is not None
-            output = metric.compute(case, result.response)
+        output = metric.on_result(case, result)
     except SkipScore as skip:
         return Score(case.case_id, metric.name, None, "skipped", str(skip))
     except Exception as exc:  # a metric bug must not stop the run; it is recorded
-        return Score(
-            case_id=case.case_id,
-            metric=metric.name,
-            value=None,
-            status="failed",
-            reason=f"{type(exc).__name__}: {exc}",
-            details=getattr(exc, "details", {}),  # e.g. a judge's raw output
-        )
-    value, details = output if isinstance(output, tuple) else (output, {})
+        return _failed(metric, case, exc)
+    return _score_of(metric, case, output)
+
+
+def score_response(
+    metric: Metric, case: Case, response: Response, checked: dict[str, str] | None = None
+) -> Score:
+    """``score_case`` for a ``compute`` metric and a case the target answered (``response``).
+
+    ``checked`` (one dict per case, shared by the case's metrics) keeps the outcome of each
+    declared input's check: "" when it holds, else the skip reason; a check is pure, so each
+    runs once a case instead of once a metric."""
+    try:
+        for name in metric.requires:
+            reason = checked.get(name) if checked is not None else None
+            if reason is None:
+                check, missing = INPUTS[name]
+                reason = "" if check(case, response) else missing
+                if checked is not None:
+                    checked[name] = reason
+            if reason:
+                return Score(case.case_id, metric.name, None, "skipped", reason)
+        assert metric.compute is not None
+        output = metric.compute(case, response)
+    except SkipScore as skip:
+        return Score(case.case_id, metric.name, None, "skipped", str(skip))
+    except Exception as exc:  # a metric bug must not stop the run; it is recorded
+        return _failed(metric, case, exc)
+    return _score_of(metric, case, output)
+
+
+def _failed(metric: Metric, case: Case, exc: Exception) -> Score:
+    return Score(
+        case.case_id,
+        metric.name,
+        None,
+        "failed",
+        f"{type(exc).__name__}: {exc}",
+        getattr(exc, "details", {}),  # e.g. a judge's raw output
+    )
+
+
+def _score_of(metric: Metric, case: Case, output: MetricOutput) -> Score:
+    if type(output) is float:  # the common case: a plain value, no details
+        if output - output == 0.0:  # finite (inf - inf and nan - nan are nan)
+            return Score(case.case_id, metric.name, output, "ok", None, {})
+        value: Any = output
+        details: dict[str, Any] = {}
+    else:
+        value, details = output if isinstance(output, tuple) else (output, {})
     if value is None or not math.isfinite(float(value)):
         return Score(
             case_id=case.case_id,
@@ -291,4 +316,4 @@ def score_case(metric: Metric, case: Case, result: CaseResult) -> Score:
             reason=f"metric returned a non-finite value ({value!r})",
             details=details,
         )
-    return Score(case_id=case.case_id, metric=metric.name, value=float(value), details=details)
+    return Score(case.case_id, metric.name, float(value), "ok", None, details)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import string
 from collections import Counter
+from functools import lru_cache
 
 from ragmeter.metrics.base import Metric, MetricOutput, MetricSettings, SkipScore
 from ragmeter.metrics.textmatch import index_text, numbers, phrase_present, words
@@ -16,6 +17,7 @@ _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
 _PUNCTUATION = str.maketrans("", "", string.punctuation)
 
 
+@lru_cache(maxsize=4096)  # a case's answer and reference are normalised by several metrics
 def normalize_answer(text: str) -> str:
     """Lowercase, drop punctuation and articles, fold white space (the SQuAD rule)."""
     text = text.lower().translate(_PUNCTUATION)
@@ -62,10 +64,15 @@ SOURCE_INDICATORS = (
 def keywords(text: str) -> list[str]:
     """Seed 000's keywords: capitalised phrases, numbers/percentages/currency, and words of 4+
     characters that are not stop words (lowercased, de-duplicated, in order)."""
+    return list(_keywords(text))
+
+
+@lru_cache(maxsize=4096)  # a reference's keywords are read by two metrics of each case
+def _keywords(text: str) -> tuple[str, ...]:
     found = [m.group(0).strip() for m in _CAPITALISED.finditer(text)]
     found += [m.group(0).rstrip(",") for m in _NUMBER_TOKEN.finditer(text)]
     found += [w for w in words(text) if len(w) >= 4 and w not in STOP_WORDS]
-    return list(dict.fromkeys(k.lower() for k in found if k))
+    return tuple(dict.fromkeys(k.lower() for k in found if k))
 
 
 def keyword_coverage(prediction: str, reference: str) -> tuple[float, list[str]] | None:
@@ -127,9 +134,17 @@ def _completeness(case: Case, response: Response) -> MetricOutput:
     }
 
 
+_INDICATOR_PATTERNS = [(i, re.compile(rf"(?<!\w){re.escape(i)}")) for i in SOURCE_INDICATORS]
+
+
+@lru_cache(maxsize=4096)
+def _source_indicators(answer: str) -> tuple[str, ...]:
+    """The source indicators in a lowercased answer, in SOURCE_INDICATORS' order."""
+    return tuple(i for i, pattern in _INDICATOR_PATTERNS if pattern.search(answer))
+
+
 def _source_citation(case: Case, response: Response) -> MetricOutput:
-    answer = response.answer.lower()
-    found = [i for i in SOURCE_INDICATORS if re.search(rf"(?<!\w){re.escape(i)}", answer)]
+    found = list(_source_indicators(response.answer.lower()))
     return min(len(found) / 3.0, 1.0), {"indicators": found}
 
 

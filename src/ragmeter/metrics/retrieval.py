@@ -20,9 +20,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from ragmeter.metrics.base import Metric, MetricOutput, MetricSettings
 from ragmeter.metrics.ir import Measure, query_measures
+from ragmeter.metrics.ir.query import measure_plan
 from ragmeter.models import (
     HEADING_DELIMITER,
     Case,
@@ -162,6 +164,17 @@ class CaseMemo:
         self._case: Case | None = None  # held, so the identity check below cannot be fooled
         self._response: Response | None = None
         self._value: tuple[dict[str, float], Level] = ({}, "chunk")
+        self._details: dict[Level, dict[str, Any]] = {}
+        self._plan = measure_plan(measures)  # each measure's declaration, looked up once
+
+    def details(self) -> dict[str, Any]:
+        """The details of the last case's scores: ``{"level": ...}``, one dict per level for
+        the run's scores (never changed once made), so the store writes its JSON once."""
+        level = self._value[1]
+        found = self._details.get(level)
+        if found is None:
+            found = self._details[level] = {"level": level}
+        return found
 
     def __call__(self, case: Case, response: Response) -> tuple[dict[str, float], Level]:
         if case is not self._case or response is not self._response:
@@ -172,6 +185,7 @@ class CaseMemo:
                 self.measures,
                 self.settings.relevance_level,
                 self.settings.ndcg_gain,
+                plan=self._plan,
             )
             self._case, self._response, self._value = case, response, (values, judged.level)
         return self._value
@@ -179,8 +193,8 @@ class CaseMemo:
 
 def measure_reader(memo: CaseMemo, label: str) -> Callable[[Case, Response], MetricOutput]:
     def compute(case: Case, response: Response) -> MetricOutput:
-        values, level = memo(case, response)
-        return values[label], {"level": level}
+        values, _ = memo(case, response)
+        return values[label], memo.details()
 
     return compute
 

@@ -11,7 +11,6 @@ import asyncio
 import json
 import random
 import threading
-import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeoutError
@@ -20,13 +19,19 @@ from pathlib import Path
 from typing import Any
 
 from ragmeter.config import DEFAULT_STORE, EvalConfig, TargetConfig, config_from_snapshot
-from ragmeter.datasets import load_datasets
+from ragmeter.datasets import DATASET_SPEC_KEY, load_datasets
 from ragmeter.errors import EXIT_INTERRUPTED, InputError, RagmeterError
 from ragmeter.models import Case, CaseResult, RunRecord, Score
-from ragmeter.redaction import redact_text
 from ragmeter.runfile import RunFile
 from ragmeter.runner import preflight
 from ragmeter.runner.background import in_daemon_thread
+from ragmeter.runner.executors import (
+    Executor,
+    ProgressHook,
+    ask,
+    make_executor,
+    query_cases,
+)
 from ragmeter.runner.records import new_run_record, now_iso
 from ragmeter.runner.scoring import (
     ScoringStoppedError,
@@ -39,25 +44,26 @@ from ragmeter.runner.scoring import (
 from ragmeter.runner.selection import for_perspectives, smoke_cases
 from ragmeter.scoring.repeats import expand_repeats
 from ragmeter.store.sqlite import RunStore
-from ragmeter.targets import Target, TargetError, build_target
+from ragmeter.targets import Target, build_target
 from ragmeter.targets.index_stats import fetch_index_stats
 
 __all__ = [
+    "ProgressHook",
     "RunInterruptedError",
     "RunOutcome",
     "ScoringStoppedError",
+    "ask",
     "evaluate",
     "evaluate_async",
     "metric_settings",
     "new_run_record",
     "now_iso",
+    "query_cases",
     "run_evaluation_async",
     "sample_cases",
     "score_results",
     "score_run",
 ]
-
-ProgressHook = Callable[[int, int], None]
 
 
 class RunInterruptedError(RagmeterError, RuntimeError):
@@ -111,13 +117,15 @@ def select_cases(cases: list[Case], config: EvalConfig) -> list[Case]:
 
 
 def sample_cases(cases: list[Case], samples: int | None, seed: int) -> list[Case]:
-    """A seeded random subset of ``samples`` cases **per dataset** (seed 002's
-    ``samples_per_dataset``), kept in dataset order."""
+    """A seeded random subset of ``samples`` cases **per dataset given** (seed 002's
+    ``samples_per_dataset``; two RAGBench subset files are two datasets), kept in dataset
+    order."""
     if samples is None:
         return cases
     by_dataset: dict[str | None, list[int]] = {}
     for index, case in enumerate(cases):
-        by_dataset.setdefault(case.dataset, []).append(index)
+        group = case.metadata.get(DATASET_SPEC_KEY) or case.dataset  # the --dataset given
+        by_dataset.setdefault(group, []).append(index)
     chosen: set[int] = set()
     for indices in by_dataset.values():
         if samples >= len(indices):
@@ -126,84 +134,6 @@ def sample_cases(cases: list[Case], samples: int | None, seed: int) -> list[Case
             picks = random.Random(seed).sample(range(len(indices)), samples)
             chosen.update(indices[i] for i in picks)
     return [case for i, case in enumerate(cases) if i in chosen]
-
-
-async def ask(target: Target, case: Case, timeout_s: float) -> CaseResult:
-    started = time.perf_counter()
-    try:
-        async with asyncio.timeout(timeout_s):
-            response = await target.query(case)
-    except TargetError as exc:
-        return CaseResult(
-            case_id=case.case_id,
-            status="error",
-            error_type=exc.error_type,
-            error_message=redact_text(exc.message),
-            attempts=exc.attempts,
-            latency_ms=(time.perf_counter() - started) * 1000.0,
-        )
-    except TimeoutError:
-        return CaseResult(
-            case_id=case.case_id,
-            status="error",
-            error_type="case_timeout",
-            error_message=f"case took longer than {timeout_s}s",
-            latency_ms=(time.perf_counter() - started) * 1000.0,
-        )
-    except Exception as exc:
-        return CaseResult(
-            case_id=case.case_id,
-            status="error",
-            error_type=f"exception:{type(exc).__name__}",
-            error_message=redact_text(str(exc)),
-            latency_ms=(time.perf_counter() - started) * 1000.0,
-        )
-    elapsed = (time.perf_counter() - started) * 1000.0
-    response.latency_ms.setdefault("total", elapsed)
-    return CaseResult(
-        case_id=case.case_id,
-        status="ok",
-        response=response,
-        latency_ms=elapsed,
-        attempts=response.attempts,
-    )
-
-
-async def query_cases(
-    target: Target,
-    cases: list[Case],
-    store: RunStore,
-    run_id: str,
-    concurrency: int,
-    timeout_s: float,
-    on_progress: ProgressHook | None = None,
-) -> None:
-    """Ask every case; each answer is committed as soon as it arrives, so a killed run loses
-    only the cases that were in flight."""
-    queue: asyncio.Queue[Case] = asyncio.Queue()
-    for case in cases:
-        queue.put_nowait(case)
-    done = 0
-
-    async def worker() -> None:
-        nonlocal done
-        while True:
-            try:
-                case = queue.get_nowait()
-            except asyncio.QueueEmpty:
-                return
-            result = await ask(target, case, timeout_s)
-            store.save_result(run_id, result)
-            done += 1
-            if on_progress is not None:
-                on_progress(done, len(cases))
-
-    workers = [asyncio.create_task(worker()) for _ in range(min(concurrency, max(len(cases), 1)))]
-    try:
-        await asyncio.gather(*workers)
-    finally:
-        for task in workers:
-            task.cancel()
 
 
 async def store_index_stats(
@@ -263,11 +193,14 @@ async def run_evaluation_async(
                     f"(`ragmeter show {record.id}` prints it)"
                 )
             # the run's own settings, except where this invocation names another output folder
-            given = {"store", "progress"} | (config.model_fields_set & {"output_dir"})
+            # and where it runs (--executor, --ray-address)
+            chosen = {"output_dir", "executor", "ray_address"}
+            given = {"store", "progress"} | (config.model_fields_set & chosen)
             config = config_from_snapshot(record.config).model_copy(
                 update={name: getattr(config, name) for name in given}
             )
             run_cases = store.get_cases(record.id)
+        executor: Executor = make_executor(config, target_object=target is not None)
         judge_info = await preflight.check_judges(config) if config.judge else {}
         owns_target = target is None
         if target is None:
@@ -295,24 +228,18 @@ async def run_evaluation_async(
                 try:
                     if record.index_stats is None:  # once per run (a resumed run has them)
                         await store_index_stats(target, store, record, config.case_timeout_s)
-                    await query_cases(
-                        target,
-                        pending,
-                        store,
-                        record.id,
-                        config.concurrency,
-                        config.case_timeout_s,
-                        on_progress,
-                    )
+                    await executor.query(target, pending, store, record.id, on_progress)
                     if owns_target:
                         await target.aclose()
                         owns_target = False
                     stage = "scoring"
                     if config.store == ":memory:":  # one connection holds the whole store
-                        final, results, scores = score_run(store, record.id, config, stop)
+                        final, results, scores = score_run(
+                            store, record.id, config, stop, executor.scorer()
+                        )
                     else:
                         final, results, scores = await in_daemon_thread(
-                            _score_in_thread, config, record.id, stop
+                            _score_in_thread, config, record.id, stop, executor.scorer()
                         )
                 except (asyncio.CancelledError, KeyboardInterrupt) as exc:
                     stop.set()
@@ -321,6 +248,7 @@ async def run_evaluation_async(
         finally:
             if owns_target:
                 await target.aclose()
+            executor.close()
         run_file = write_run_file(RunFile.from_run(final, results, scores), config)
         return RunOutcome(final, results, scores, run_file, run_cases)
     finally:

@@ -8,14 +8,17 @@ from. The spot check builds a second context with the second judge; the first is
 
 from __future__ import annotations
 
+import gc
 import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
 from ragmeter.config import EvalConfig
 from ragmeter.judges import JudgeSettings, judge_settings
 from ragmeter.metrics import MetricSettings, resolve_metrics, score_case
-from ragmeter.metrics.base import Metric
+from ragmeter.metrics.base import Metric, score_response
 from ragmeter.metrics.grounding.nli import check_grounding_model
 from ragmeter.metrics.performance import apply_prices, performance_summary
 from ragmeter.models import Case, CaseResult, RunRecord, Score, Scorecard
@@ -70,10 +73,48 @@ def metric_settings(config: EvalConfig, judge: JudgeSettings | None = None) -> M
     )
 
 
+# how a run's cases are scored: score_results here, or spread over workers (runner.executors)
+Scorer = Callable[[list[Case], list[CaseResult], list[Metric], threading.Event | None], list[Score]]
+
+
+_gc_lock = threading.Lock()
+_gc_pauses = 0  # scoring threads inside paused_gc
+_gc_thresholds = (0, 0, 0)
+# full collections wait until this many collections of the middle generation have run
+_FULL_COLLECTION_PAUSED = 1 << 30
+
+
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """No full (oldest-generation) garbage collection while a run is scored and stored.
+
+    Scoring makes a few hundred thousand long-lived objects (a Score per case and metric, its
+    details) and no cyclic garbage of its own; each full collection walks all of them again
+    (about a third of the scoring time of a large run). The young generations are still
+    collected, so short-lived cycles (a judge's HTTP errors) are freed as usual, and reference
+    counting frees everything else. Nested and concurrent pauses (two runs scoring at once)
+    are counted: the thresholds come back when the last one ends."""
+    global _gc_pauses, _gc_thresholds
+    with _gc_lock:
+        if _gc_pauses == 0:
+            _gc_thresholds = gc.get_threshold()
+            young, middle, _ = _gc_thresholds
+            gc.set_threshold(young, middle, _FULL_COLLECTION_PAUSED)
+        _gc_pauses += 1
+    try:
+        yield
+    finally:
+        with _gc_lock:
+            _gc_pauses -= 1
+            if _gc_pauses == 0:
+                gc.set_threshold(*_gc_thresholds)
+
+
 class ScoringStoppedError(Exception):
     """Scoring was asked to stop (the run was interrupted); nothing of it is stored."""
 
 
+@paused_gc()
 def score_results(
     cases: list[Case],
     results: list[CaseResult],
@@ -93,24 +134,39 @@ def score_results(
                 prepare_errors[id(prepare)] = (
                     f"batch preparation failed: {type(exc).__name__}: {exc}"
                 )
+    # (metric, its prepare's failure or "", whether it scores a response with ``compute``)
+    plans = [
+        (
+            metric,
+            prepare_errors.get(id(metric.prepare), "") if metric.prepare else "",
+            metric.on_result is None,
+        )
+        for metric in metrics
+    ]
     scores: list[Score] = []
+    append = scores.append
     redacted: dict[str, str] = {}  # most reasons repeat ("case has no gold passages")
     for result in results:
         if stop is not None and stop.is_set():
             raise ScoringStoppedError(result.case_id)
         case = by_id[result.case_id]
-        for metric in metrics:
-            failure = prepare_errors.get(id(metric.prepare)) if metric.prepare else None
+        response = result.response if result.status == "ok" else None
+        checked: dict[str, str] = {}  # the case's input checks, shared by its metrics
+        for metric, failure, computed in plans:
             if failure:
-                scores.append(Score(case.case_id, metric.name, None, "failed", failure))
+                append(Score(case.case_id, metric.name, None, "failed", failure))
+                continue
+            if computed and response is not None:
+                score = score_response(metric, case, response, checked)
             else:
                 score = score_case(metric, case, result)
-                if score.reason:
-                    reason = score.reason
-                    if reason not in redacted:
-                        redacted[reason] = redact_text(reason)
-                    score.reason = redacted[reason]
-                scores.append(score)
+            reason = score.reason
+            if reason:
+                cleaned = redacted.get(reason)
+                if cleaned is None:
+                    cleaned = redacted[reason] = redact_text(reason)
+                score.reason = cleaned
+            append(score)
     return scores
 
 
@@ -180,8 +236,13 @@ def judge_spot_check(
     )
 
 
+@paused_gc()
 def score_run(
-    store: RunStore, run_id: str, config: EvalConfig, stop: threading.Event | None = None
+    store: RunStore,
+    run_id: str,
+    config: EvalConfig,
+    stop: threading.Event | None = None,
+    scorer: Scorer = score_results,
 ) -> tuple[RunRecord, list[CaseResult], list[Score]]:
     """Score the stored responses of a run; store the scores, the scorecard, its breakdowns,
     the weighted score, the targets table and the performance summary. When ``stop`` is set
@@ -196,7 +257,7 @@ def score_run(
         wanted = perspective_groups(config.perspectives)
         metrics = [metric for metric in metrics if metric.group in wanted]
     priced = apply_prices(results, config.prices)
-    scores = score_results(cases, results, metrics, stop)
+    scores = scorer(cases, results, metrics, stop)
     scorecard, breakdowns = aggregate_with_breakdowns(
         scores,
         metrics,
@@ -243,12 +304,12 @@ def score_run(
 
 
 def _score_in_thread(
-    config: EvalConfig, run_id: str, stop: threading.Event
+    config: EvalConfig, run_id: str, stop: threading.Event, scorer: Scorer = score_results
 ) -> tuple[RunRecord, list[CaseResult], list[Score]]:
     """Scoring on its own connection, off the event loop, so an interruption is handled at
     once instead of after the last case is scored."""
     store = RunStore(config.store)
     try:
-        return score_run(store, run_id, config, stop)
+        return score_run(store, run_id, config, stop, scorer)
     finally:
         store.close()

@@ -37,11 +37,22 @@ def failed_value(metric: Metric, policy: str) -> tuple[str, float] | None:
     return "worst", worst
 
 
-def _code(score: Score) -> int:
-    code = _STATUS[score.status]
-    if code == 1 and score.reason is not None and score.reason.startswith(NOT_REPORTED):
+def _status_code(status: str, reason: str | None) -> int:
+    code = _STATUS[status]
+    if code == 1 and reason is not None and reason.startswith(NOT_REPORTED):
         return NOT_REPORTED_CODE
     return code
+
+
+_STATUS_REASON = attrgetter("status", "reason")
+
+
+class _Codes(dict[tuple[str, str | None], int]):
+    """(status, reason) -> status code, computed once per pair (reasons repeat a lot)."""
+
+    def __missing__(self, key: tuple[str, str | None]) -> int:
+        code = self[key] = _status_code(*key)
+        return code
 
 
 @dataclass
@@ -94,7 +105,9 @@ class ScoreTable:
             cols = np.fromiter(
                 map(metric_index.get, map(_METRIC, scores), repeat(-1)), np.intp, count
             )
-            codes = np.fromiter(map(_code, scores), np.int8, count)
+            codes = np.fromiter(
+                map(_Codes().__getitem__, map(_STATUS_REASON, scores)), np.int8, count
+            )
             vals = np.array(list(map(_VALUE, scores)), dtype=np.float64)  # None -> NaN
             keep = (rows >= 0) & (cols >= 0)
             rows, cols, codes, vals = rows[keep], cols[keep], codes[keep], vals[keep]

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ragmeter.metrics.claims import Claim, ClaimType, NonClaim, extract_claims
@@ -106,6 +106,15 @@ class Assessment:
     aligned_score_weights: ScoreWeights = ALIGNED_SCORE_WEIGHTS
     model_score: float | None = None  # set when an NLI model scores the claims (score_model "nli")
     asked: QuestionClaim | None = None  # a short answer read through its question ("question")
+    # ``shared_details``' dict, made once the assessment is complete
+    _details: dict[str, Any] | None = field(default=None, init=False, repr=False, compare=False)
+
+    def shared_details(self) -> dict[str, Any]:
+        """``details()`` made once and shared by the metrics that report it (the store then
+        writes its JSON once); for a complete assessment only, and never changed."""
+        if self._details is None:
+            self._details = self.details()
+        return self._details
 
     @property
     def checked(self) -> list[ClaimVerdict]:

@@ -37,6 +37,7 @@ from ragmeter.metrics.grounding.nli import (
     load_scorer,
     nli_pairs,
 )
+from ragmeter.metrics.grounding.questions import reads_question
 from ragmeter.metrics.markers import strip_markers
 from ragmeter.models import Case, Response
 
@@ -46,6 +47,8 @@ def _skip_abstention(response: Response) -> None:
         raise SkipScore("the response abstained (no claims to ground)")
 
 
+# (the question, or None when the answer is not read through it; the answer; chunk texts)
+AssessmentKey = tuple[str | None, str, tuple[str, ...]]
 NLI_FAILED = "NLI model not used: "  # the note of an answer the NLI model did not score
 NO_CHECKED_CLAIMS = "no checked claims (none, or only general claims, which are not checked)"
 
@@ -70,7 +73,8 @@ class GroundingState:
         self.align = align
         self._embedder: SentenceEmbedder | None = None
         self.embedder_note: str | None = None
-        self._cache: dict[tuple[str, str, tuple[str, ...]], Assessment] = {}
+        self._cache: dict[AssessmentKey, Assessment] = {}
+        self._reads_question: dict[str, bool] = {}
         self._tried = False
         self._token_embedder: TokenEmbedder | None = None
         self.token_note: str | None = None if align else "word-piece alignment off: lexical model"
@@ -155,9 +159,14 @@ class GroundingState:
         if embedder is None:
             return
         pending: list[tuple[str, ...]] = []
+        seen: set[tuple[str, tuple[str, ...]]] = set()  # (answer, chunk texts) already read
         for _, response in pairs:
             if response.abstained or not response.has("retrieved"):
                 continue
+            read = (response.answer, tuple(r.text for r in response.retrieved))
+            if read in seen:
+                continue
+            seen.add(read)
             answer = strip_markers(response.answer).text
             claims = [c.text for c in extract_claims(answer, MAX_CLAIMS)[0]]
             if claims:
@@ -203,9 +212,18 @@ class GroundingState:
                 self._with_model(assessment)
                 self._keep(key, assessment)
 
-    @staticmethod
-    def _key(case: Case, response: Response) -> tuple[str, str, tuple[str, ...]]:
-        return case.question, response.answer, tuple(chunk.text for chunk in response.retrieved)
+    def _key(self, case: Case, response: Response) -> AssessmentKey:
+        """What an assessment depends on: the answer, the chunks' texts and the question, which
+        only a short answer is read through (``questions.reads_question``), so cases with the
+        same long answer and chunks share one assessment."""
+        answer = response.answer
+        reads = self._reads_question.get(answer)
+        if reads is None:
+            if len(self._reads_question) > 4096:
+                self._reads_question.clear()
+            reads = self._reads_question[answer] = reads_question(strip_markers(answer).text)
+        question = case.question if reads else None
+        return question, answer, tuple(chunk.text for chunk in response.retrieved)
 
     def _lexical(self, case: Case, response: Response) -> Assessment:
         found = assess(
@@ -241,7 +259,7 @@ class GroundingState:
             )
             raise NliModelError(reason, {"grounding_model": self.nli_spec, "error": reason})
 
-    def _keep(self, key: tuple[str, str, tuple[str, ...]], found: Assessment) -> None:
+    def _keep(self, key: AssessmentKey, found: Assessment) -> None:
         if len(self._cache) > 1024:
             self._cache.clear()
         self._cache[key] = found
@@ -280,7 +298,7 @@ def grounding_metrics(
         if not checked:
             raise SkipScore(NO_CHECKED_CLAIMS)
         supported = sum(bool(c.supported) for c in checked)
-        return supported / len(checked), result.details()
+        return supported / len(checked), result.shared_details()
 
     def unsupported_count(case: Case, response: Response) -> MetricOutput:
         _skip_abstention(response)
@@ -288,7 +306,7 @@ def grounding_metrics(
         state.require_model(result)
         if not result.checked:
             raise SkipScore(NO_CHECKED_CLAIMS)
-        return float(len(result.unsupported)), result.details()
+        return float(len(result.unsupported)), result.shared_details()
 
     def numeric_fabrications(case: Case, response: Response) -> MetricOutput:
         result = state.assess(case, response)
@@ -302,9 +320,10 @@ def grounding_metrics(
         _skip_abstention(response)
         result = state.assess(case, response)
         state.require_model(result)
-        if result.score is None:
+        value = result.score  # a property that runs the score model: read once
+        if value is None:
             raise SkipScore("no checkable claims (empty, refusal-only or question-only answer)")
-        return result.score, result.details()
+        return value, result.shared_details()
 
     needs = ("retrieved",)
     prepare = state.prepare  # one object: the runner prepares the four metrics once

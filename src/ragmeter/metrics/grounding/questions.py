@@ -131,14 +131,30 @@ def _with_span(question: str, span: str) -> str | None:
     return " ".join([*before, span, *rest])  # "how many people live there" -> "500 people ..."
 
 
+def _short_answer(answer: str) -> str | None:
+    """The answer (markers removed, stripped) if it is short enough to be read through its
+    question: one sentence, at most ``MAX_SHORT_ANSWER_WORDS`` words, not a question."""
+    text = strip_markers(answer).text.strip()
+    sentences = split_sentences(text)
+    if len(sentences) != 1 or len(_words(text)) > MAX_SHORT_ANSWER_WORDS or text.endswith("?"):
+        return None
+    return text
+
+
+def reads_question(answer: str) -> bool:
+    """False when ``question_claim(question, answer)`` is None whatever the question: the
+    answer is checked as it is written, so what is made of it does not depend on the
+    question."""
+    return _short_answer(answer) is not None
+
+
 def question_claim(question: str | None, answer: str) -> QuestionClaim | None:
     """The statement a short answer asserts about ``question`` (see the module doc), or None
     when the answer is checked as written."""
     if not question or not question.strip():
         return None
-    text = strip_markers(answer).text.strip()
-    sentences = split_sentences(text)
-    if len(sentences) != 1 or len(_words(text)) > MAX_SHORT_ANSWER_WORDS or text.endswith("?"):
+    text = _short_answer(answer)
+    if text is None:
         return None
     polarity = _yes_no(text)
     first = _bare(_words(question.strip())[0]) if question.strip() else ""

@@ -10,9 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from functools import cached_property
+from typing import TYPE_CHECKING
 
-from .core import NONPOOL, UNJUDGED, Gain, Measure, Params, dcg, gain_of
+from .core import NONPOOL, UNJUDGED, Gain, Measure, MeasureArg, Params, dcg, gain_of
 from .measures import declaration_of
+
+if TYPE_CHECKING:
+    from .measures import TrecMeasure
+
+# (label, declaration, argument) of each measure of a query_measures call
+MeasurePlan = list[tuple[str, "TrecMeasure", MeasureArg]]
 
 
 class GainTable:
@@ -153,14 +160,21 @@ def query_measures(
     judged_only: bool = False,
     max_retrieved: int | None = None,
     num_docs: int = 0,
+    plan: MeasurePlan | None = None,
 ) -> dict[str, float]:
     """Every requested measure for one query's ranked document ids against its judgments.
 
     ``judged_only`` and ``max_retrieved`` are trec_eval's ``-J`` and ``-M``; ``num_docs`` its
-    ``-N`` (documents in the collection, read by ``utility``)."""
+    ``-N`` (documents in the collection, read by ``utility``). ``plan``: ``measure_plan`` of
+    ``measures``, made once by a caller that asks the same measures of many queries."""
     facts = QueryFacts(ranked, qrel, relevance_level, gain, judged_only, max_retrieved, num_docs)
-    values = {}
-    for measure in measures:
-        declared, arg = declaration_of(measure)
-        values[measure.label] = declared.query(facts, arg)
-    return values
+    return {
+        label: declared.query(facts, arg)
+        for label, declared, arg in (plan if plan is not None else measure_plan(measures))
+    }
+
+
+def measure_plan(measures: Sequence[Measure]) -> MeasurePlan:
+    """(label, declaration, argument) of each measure, checked: what ``query_measures``
+    looks up for every query."""
+    return [(measure.label, *declaration_of(measure)) for measure in measures]
