@@ -9,9 +9,9 @@ modules (``ragmeter.cli.eval``, ``runs``, ...) add their commands to :data:`main
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar, cast
 
 import click
 from rich.text import Text
@@ -26,6 +26,20 @@ from ragmeter.targets import TargetError
 
 console = make_console()
 errors = make_console(stderr=True)
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def option_group(*options: Callable[[Any], Any]) -> Callable[[F], F]:
+    """One decorator adding ``options`` to a command, in the order given (``--help`` lists
+    them so)."""
+
+    def add(function: F) -> F:
+        decorated: Any = function
+        for option in reversed(options):
+            decorated = option(decorated)
+        return cast(F, decorated)
+
+    return add
 
 
 def fail(message: object, code: int = EXIT_BAD_INPUT, label: str = "error") -> NoReturn:

@@ -3,16 +3,12 @@ repeatable ``--dataset``), ``--no-judge`` and ``--rag-url URL`` (docs/api.md map
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, TypeVar
-
 import click
 
+from ragmeter.cli.app import option_group
 from ragmeter.cli.options import comma_list
 
-F = TypeVar("F", bound=Callable[..., Any])
-
-_OPTIONS = (
+seed002_options = option_group(
     click.option(
         "--datasets",
         "dataset_list",
@@ -32,10 +28,3 @@ _OPTIONS = (
         help="The RAG server to evaluate over HTTP (seed 002's name of --target URL).",
     ),
 )
-
-
-def seed002_options(function: F) -> F:
-    """Add the options to a command."""
-    for option in reversed(_OPTIONS):
-        function = option(function)
-    return function

@@ -3,14 +3,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, TypeVar
-
 import click
 
-F = TypeVar("F", bound=Callable[..., Any])
+from ragmeter.cli.app import option_group
 
-_OPTIONS = (
+executor_options = option_group(
     click.option(
         "--executor",
         type=click.Choice(["local", "ray"]),
@@ -25,10 +22,3 @@ _OPTIONS = (
         "it a local Ray instance is started for the run.",
     ),
 )
-
-
-def executor_options(function: F) -> F:
-    """Add the options to a command."""
-    for option in reversed(_OPTIONS):
-        function = option(function)
-    return function

@@ -3,14 +3,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, TypeVar
-
 import click
 
-F = TypeVar("F", bound=Callable[..., Any])
+from ragmeter.cli.app import option_group
 
-_OPTIONS = (
+noise_options = option_group(
     click.option(
         "--repeats",
         type=click.IntRange(min=1),
@@ -32,10 +29,3 @@ _OPTIONS = (
         "is not measured (default 0.9).",
     ),
 )
-
-
-def noise_options(function: F) -> F:
-    """Add the options to a command."""
-    for option in reversed(_OPTIONS):
-        function = option(function)
-    return function

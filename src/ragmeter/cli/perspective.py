@@ -3,23 +3,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING
 
 import click
 from rich.text import Text
 
-from ragmeter.cli.app import console
+from ragmeter.cli.app import console, option_group
 from ragmeter.cli.options import comma_list
 from ragmeter.metrics.base import PERSPECTIVES
 
 if TYPE_CHECKING:
     from ragmeter.runner.engine import RunOutcome
 
-F = TypeVar("F", bound=Callable[..., Any])
 DEFAULT_TRACE_DIR = "traces"
 
-_OPTIONS = (
+seed003_options = option_group(
     click.option(
         "--perspective",
         "perspectives",
@@ -58,13 +56,6 @@ _OPTIONS = (
         "and time).",
     ),
 )
-
-
-def seed003_options(function: F) -> F:
-    """Add the options to a command."""
-    for option in reversed(_OPTIONS):
-        function = option(function)
-    return function
 
 
 def write_outputs(outcome: RunOutcome, save_trace: str | None) -> None:
