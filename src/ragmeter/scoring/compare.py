@@ -50,7 +50,7 @@ from ragmeter.scoring.power import (
     per_metric_level,
     z_total,
 )
-from ragmeter.scoring.repeats import REPEAT_SEPARATOR, mean_by_case, repeat_number
+from ragmeter.scoring.repeats import base_id, mean_by_case, repeat_number
 from ragmeter.scoring.roc import is_roc, paired_detector_difference
 from ragmeter.scoring.stats import (
     cohens_dz,
@@ -94,7 +94,7 @@ class RunScores:
                 if isinstance(label, bool):
                     labels.setdefault(score.metric, {})[score.case_id] = label
             elif score.status == "failed" or (score.reason or "").startswith(NOT_REPORTED):
-                missed.setdefault(score.metric, set()).add(_base_id(score.case_id))
+                missed.setdefault(score.metric, set()).add(base_id(score.case_id))
         scores = cls(record, values, labels)
         scores.missed = missed
         return scores
@@ -117,14 +117,10 @@ class RunScores:
         return card.get(metric) if card is not None else None
 
 
-def _base_id(case_id: str) -> str:
-    return case_id.rpartition(REPEAT_SEPARATOR)[0] if repeat_number(case_id) > 1 else case_id
-
-
 def _by_case(values: dict[str, float]) -> dict[str, float]:
     if not any(repeat_number(case_id) > 1 for case_id in values):
         return values
-    return mean_by_case(values, {case_id: _base_id(case_id) for case_id in values})
+    return mean_by_case(values, {case_id: base_id(case_id) for case_id in values})
 
 
 class MetricComparison(BaseModel):

@@ -50,6 +50,11 @@ def repeat_number(case_id: str) -> int:
     return int(tail) if separator and head and tail.isdigit() and int(tail) >= 2 else 1
 
 
+def base_id(case_id: str) -> str:
+    """The id of the case an id repeats (the id itself for a first answer)."""
+    return case_id.rpartition(REPEAT_SEPARATOR)[0] if repeat_number(case_id) > 1 else case_id
+
+
 def base_ids(cases: list[Case]) -> dict[str, str]:
     """Case id -> the id of the case it repeats (itself for a first answer)."""
     return {case.case_id: str(case.metadata.get(REPEAT_KEY) or case.case_id) for case in cases}
