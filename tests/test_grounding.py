@@ -41,6 +41,7 @@ def expected_score(
     words: int = 0,
     abstains: float = 0.0,
     relation_violations: int = 0,
+    anchored: float = 1.0,
 ) -> float:
     """``grounding_score`` by hand from the shipped weights (sigmoid of the weighted sum); an
     answer of more than 30 words (``words``) is partly or fully long: long = (words - 30) / 20,
@@ -63,6 +64,7 @@ def expected_score(
         + w.long_coverage * long * coverage
         + w.long_word_recall * long * word_recall
         + w.long_relation_violations * long * relation_violations
+        + w.long_anchored * long * anchored
     )
     return 1 / (1 + math.exp(-z))
 
@@ -257,8 +259,9 @@ def test_refusal_only_answer_is_skipped() -> None:
     scores = run("I don't know. Can you rephrase the question?", [CONTEXT])
     for name in ("claim_support_rate", "unsupported_claim_count", "grounding_score"):
         assert scores[name].status == "skipped"
-        assert scores[name].reason is not None
-        assert scores[name].reason.startswith(("no checkable claims", "no checked claims"))
+        reason = scores[name].reason
+        assert reason is not None
+        assert reason.startswith(("no checkable claims", "no checked claims"))
     assert scores["numeric_fabrication_count"].value == 0.0
 
 
@@ -291,7 +294,7 @@ def test_unicode() -> None:
     context = "Der Urlaub beträgt 30 Tage. 東京は日本の首都です。 Café prices rose 5%."
 
     def support(answer: str) -> float:
-        return run(answer, [context])["grounding_score"].details["mean_support"]
+        return float(run(answer, [context])["grounding_score"].details["mean_support"])
 
     assert support("Der Urlaub beträgt 30 Tage.") == 1.0
     assert support("東京は日本の首都です。") == 1.0
@@ -397,6 +400,30 @@ def test_long_answer_regime() -> None:
     # in a fully long answer the personal and opener cues weigh nothing
     w = DEFAULT_SCORE_WEIGHTS
     assert w.personal + w.long_personal == 0 and w.opener + w.long_opener == 0
+
+
+def test_anchored_claims() -> None:
+    # "Paid training accrues for people monthly.": every term is in the context, but no
+    # sentence holds half of them (paid | accrue, monthly | training, people: at most 2 of 5)
+    scattered = "Paid training accrues for people monthly."
+    signals = assess(scattered, [CONTEXT]).signals
+    assert signals is not None and (signals.fact_coverage, signals.anchored) == (1.0, 0.0)
+    # the share is weighted by the claims' terms: 3 anchored of 3 + 5
+    signals = assess("Vacation accrues monthly. " + scattered, [CONTEXT]).signals
+    assert signals is not None and signals.anchored == pytest.approx(3 / 8)
+    # it counts in long answers only: 34 words, long 0.2; 23 of the claims' 28 terms anchored
+    answer = CONTEXT + " " + scattered + " Vacation accrues monthly."
+    result = assess(answer, [CONTEXT])
+    assert result.signals is not None
+    assert result.signals.words == 34
+    assert result.signals.long == pytest.approx(0.2)
+    assert result.signals.anchored == pytest.approx(23 / 28)
+    assert result.score == pytest.approx(
+        expected_score(1.0, 19 / 23, 0, 0, False, 33 / 34, False, words=34, anchored=23 / 28)
+    )
+    short = assess(scattered, [CONTEXT])
+    # a short answer scores as before: no term pair of it is in the context
+    assert short.score == pytest.approx(expected_score(1.0, 0.0, 0, 0, False, 5 / 6, False))
 
 
 def test_abstention_is_not_an_unsupported_claim() -> None:

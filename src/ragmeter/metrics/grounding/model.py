@@ -53,6 +53,10 @@ DEFAULT_WEIGHTS = GroundingWeights()
 LONG_FROM = 30
 LONG_SPAN = 20
 
+# a claim is anchored when one context sentence holds at least this share of its terms
+# (``ClaimSignals.sentence_coverage``); chosen by cross-validation on the tuning halves
+ANCHORED_FROM = 0.5
+
 # an answer sentence saying that the context lacks something ("The passage does not mention
 # ...", "... is not stated in the context", "no information about ..."): an abstention, which
 # asserts nothing the context would have to support
@@ -113,6 +117,8 @@ class AnswerSignals:
     relation_violations: int = 0
     words: int = 0  # the answer's words (stop words too), as ``word_recall`` counts them
     abstains: float = 0.0  # share of its sentences saying the context lacks something
+    # share of the claims' terms in anchored claims (``ANCHORED_FROM``; 1.0 without claims)
+    anchored: float = 1.0
 
     @property
     def aligned(self) -> bool:
@@ -146,6 +152,7 @@ class AnswerSignals:
             "long_coverage": long * self.fact_coverage,
             "long_word_recall": long * self.word_recall,
             "long_relation_violations": long * self.relation_violations,
+            "long_anchored": long * self.anchored,
         }
 
 
@@ -155,12 +162,17 @@ def answer_signals(
     context: Context,
     alignment: Alignment = None,
 ) -> AnswerSignals:
-    """Aggregate the claims' fact-term evidence, read the answer's conversational cues and add
-    the word-piece ``alignment`` (precision, weakest) when there is one."""
+    """Aggregate the claims' fact-term evidence and how much of it is anchored in one context
+    sentence, read the answer's conversational cues and add the word-piece ``alignment``
+    (precision, weakest) when there is one."""
     fact_terms = sum(c.fact_terms for c in claims)
     coverage = sum(c.fact_found for c in claims) / fact_terms if fact_terms else 1.0
     pairs = sum(c.fact_bigrams for c in claims)
     bigram = sum(c.fact_bigrams_found for c in claims) / pairs if pairs else coverage
+    weights = [max(c.n_terms, 1) for c in claims]
+    anchored = sum(
+        w for w, c in zip(weights, claims, strict=True) if c.sentence_coverage >= ANCHORED_FROM
+    )
     folded = fold(answer)
     answer_words = textmatch.words(answer)
     recall = (
@@ -181,6 +193,7 @@ def answer_signals(
         ),
         words=len(answer_words),
         abstains=abstention_share(answer),
+        anchored=anchored / sum(weights) if claims else 1.0,
     )
 
 
@@ -207,6 +220,7 @@ class ScoreWeights:
     long_coverage: float = 0.0
     long_word_recall: float = 0.0
     long_relation_violations: float = 0.0
+    long_anchored: float = 0.0
 
     def score(self, signals: AnswerSignals) -> float:
         z = self.intercept + sum(
@@ -222,9 +236,9 @@ class ScoreWeights:
 # answer scores as before; in a long answer the personal and opener cues are cancelled
 # (``long_personal`` = -``personal``, ``long_opener`` = -``opener``, not fitted). The
 # long-answer and abstention terms (``long``, ``abstains``, ``long_coverage``,
-# ``long_word_recall``, ``long_relation_violations``) were then fitted with that part as a fixed
-# offset, by the same pairwise loss over Q-squared, BEGIN and RAGBench's two shards (covidqa,
-# emanual; each its own set, weight 1), ridge 0.01; docs/grounding.md reports the held-out halves
+# ``long_word_recall``, ``long_anchored``) were then fitted with that part as a fixed offset,
+# by the same pairwise loss over Q-squared, BEGIN and RAGBench's two shards (covidqa, emanual;
+# each its own set, weight 1), ridge 0.01; docs/grounding.md reports the held-out halves
 DEFAULT_SCORE_WEIGHTS = ScoreWeights(
     intercept=-2.9,
     coverage=2.539,
@@ -234,13 +248,13 @@ DEFAULT_SCORE_WEIGHTS = ScoreWeights(
     personal=-0.634,
     word_recall=1.753,
     opener=-0.542,
-    long=-1.513,
-    abstains=12.643,
+    long=-1.733,
+    abstains=13.994,
     long_personal=0.634,
     long_opener=0.542,
-    long_coverage=-7.942,
-    long_word_recall=8.851,
-    long_relation_violations=-0.116,
+    long_coverage=-8.976,
+    long_word_recall=8.644,
+    long_anchored=1.694,
 )
 # the same fit with the two word-piece alignment signals (MiniLM, ``TOKEN_MODEL``): the model
 # ``grounding_score`` uses when the token vectors are available (the ``semantic`` extra)
@@ -255,13 +269,13 @@ ALIGNED_SCORE_WEIGHTS = ScoreWeights(
     opener=-0.265,
     token_precision=0.194,
     weakest_token=1.461,
-    long=-1.105,
-    abstains=12.624,
+    long=-1.255,
+    abstains=14.036,
     long_personal=0.489,
     long_opener=0.265,
-    long_coverage=-8.29,
-    long_word_recall=8.965,
-    long_relation_violations=-0.096,
+    long_coverage=-9.354,
+    long_word_recall=8.772,
+    long_anchored=1.648,
 )
 # the word-piece vectors the aligned weights were fitted on; another model needs its own fit
 TOKEN_MODEL = "minilm"
