@@ -18,6 +18,8 @@ refused with a message.
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
 from collections import defaultdict
 from pathlib import Path
 from typing import Any, Literal, NotRequired
@@ -53,6 +55,20 @@ class CaseOutcome(BaseModel):
     attempts: int = 1
     scores: dict[str, float | ScoreStatus] = Field(default_factory=dict)
     labels: dict[str, bool] = Field(default_factory=dict)  # detector metrics only
+
+
+def case_document(case: CaseOutcome) -> dict[str, Any]:
+    """One entry of the run file's ``cases``."""
+    return {
+        "case_id": case.case_id,
+        "status": case.status,
+        "error_type": case.error_type,
+        "error_message": case.error_message,
+        "latency_ms": case.latency_ms,
+        "attempts": case.attempts,
+        "scores": case.scores,
+        **({"labels": case.labels} if case.labels else {}),
+    }
 
 
 class RunFile(RunRecord):
@@ -112,19 +128,7 @@ class RunFile(RunRecord):
             "run_file_version": self.run_file_version,
             **self.header.model_dump(mode="json"),
         }
-        document["cases"] = [
-            {
-                "case_id": case.case_id,
-                "status": case.status,
-                "error_type": case.error_type,
-                "error_message": case.error_message,
-                "latency_ms": case.latency_ms,
-                "attempts": case.attempts,
-                "scores": case.scores,
-                **({"labels": case.labels} if case.labels else {}),
-            }
-            for case in self.cases or []
-        ]
+        document["cases"] = [case_document(case) for case in self.cases or []]
         return document
 
     def write(self, folder: Path | str) -> Path:
@@ -269,3 +273,39 @@ def _more(handle: Any, text: str, position: int) -> tuple[str, int]:
     if not text.strip():
         text += handle.read(_CHUNK)
     return text, _skip(text, 0)
+
+
+class RunFileWriter:
+    """A run file written without holding the run: each batch's cases go to a temporary file
+    as they are scored (:meth:`add`), and :meth:`finish` writes the header (known only once the
+    run is scored) followed by them. The file is the one ``RunFile.from_run(...).document()``
+    gives, byte for byte."""
+
+    def __init__(self) -> None:
+        # open until finish() or close(): the cases of every batch scored so far
+        self._spool = tempfile.TemporaryFile("w+", encoding="utf-8")  # noqa: SIM115
+        self._count = 0
+
+    def add(self, results: list[CaseResult], scores: list[Score]) -> None:
+        cases = RunFile.from_run(_NO_RECORD, results, scores).cases or []
+        for case in cases:
+            self._spool.write((", " if self._count else "") + json.dumps(case_document(case)))
+            self._count += 1
+
+    def finish(self, record: RunRecord, path: Path) -> Path:
+        """Write the run file of ``record`` to ``path`` (its folder created if missing)."""
+        header = {"run_file_version": RUN_FILE_VERSION, **record.model_dump(mode="json")}
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._spool.seek(0)
+        with path.open("w", encoding="utf-8") as out:
+            out.write(json.dumps({**header, "cases": []})[: -len("]}")])
+            shutil.copyfileobj(self._spool, out, _CHUNK)
+            out.write("]}")
+        self.close()
+        return path
+
+    def close(self) -> None:
+        self._spool.close()
+
+
+_NO_RECORD = RunRecord(id="-", name="-", created_at="-", config={}, datasets=[])

@@ -187,7 +187,7 @@ def _judge_estimate(config: EvalConfig) -> None:
     from ragmeter.datasets import load_datasets
     from ragmeter.judges.estimate import estimate_judging
     from ragmeter.reports.run_notes import dry_run_line
-    from ragmeter.runner.engine import select_cases
+    from ragmeter.runner.ingest import select_cases
 
     if not config.judge:
         fail("--dry-run estimates judging: name a --judge")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ __all__ = [
     "Finding",
     "JsonLineError",
     "inspect_value",
+    "iter_jsonl",
     "loads_line",
     "read_jsonl",
     "read_text",
@@ -199,6 +201,47 @@ def case_id_of(record: Any) -> str | None:
     if isinstance(raw, bool) or not isinstance(raw, str | int):
         return None
     return str(raw)
+
+
+def iter_jsonl(path: Path, problems: list[Problem]) -> Iterator[tuple[int, int, Any]]:
+    """:func:`read_jsonl` one line at a time, as (line number, byte offset, value), so a file
+    larger than memory can be read; a byte that is not UTF-8 ends the reading with a problem
+    naming its offset."""
+    where = str(path)
+    try:
+        handle = path.open("rb")
+    except FileNotFoundError:
+        problems.append(Problem(where, None, None, "no such file"))
+        return
+    except IsADirectoryError:
+        problems.append(Problem(where, None, None, "is a folder, not a file"))
+        return
+    except OSError as exc:
+        problems.append(Problem(where, None, None, f"cannot read file: {exc.strerror or exc}"))
+        return
+    with handle:
+        offset = 0
+        for number, raw in enumerate(handle, start=1):
+            start, skip = offset, 3 if number == 1 and raw.startswith(b"\xef\xbb\xbf") else 0
+            offset += len(raw)
+            try:
+                line = raw[skip:].decode("utf-8").removesuffix("\n").removesuffix("\r")
+            except UnicodeDecodeError as exc:
+                byte = start + skip + exc.start
+                problems.append(
+                    Problem(where, None, None, f"not UTF-8 text (byte {byte}: {exc.reason})")
+                )
+                return
+            if not line.strip():
+                continue
+            try:
+                value, findings = loads_line(line)
+            except JsonLineError as exc:
+                problems.append(Problem(where, number, None, str(exc)))
+                continue
+            case_id = case_id_of(value)
+            problems.extend(Problem(where, number, f.field, f.message, case_id) for f in findings)
+            yield number, start, value
 
 
 def read_jsonl(path: Path, problems: list[Problem]) -> list[tuple[int, Any]]:

@@ -9,7 +9,7 @@ input, or ``failed`` with the error. Never a silent NaN, never a silent 0.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
@@ -196,10 +196,15 @@ class Metric:
     unit: str | None = None
     description: str = ""
     on_result: Callable[[Case, CaseResult], MetricOutput] | None = field(default=None)
-    # called once with every (case, response) pair before any case is scored, so a family can
-    # batch expensive work (embeddings, judge calls) and cache it; metrics sharing one prepare
-    # function are prepared once
+    # called with every (case, response) pair of a batch before its cases are scored, so a
+    # family can batch expensive work (embeddings, judge calls) and cache it; metrics sharing
+    # one prepare function are prepared once a batch
     prepare: Callable[[list[tuple[Case, Response]]], None] | None = field(default=None)
+    # a statistic of the whole run the values depend on (TF-IDF's document frequencies): given
+    # the run's batches of (case, response) pairs once, before any batch is prepared or scored
+    prepare_run: Callable[[Iterable[list[tuple[Case, Response]]]], None] | None = field(
+        default=None, kw_only=True
+    )
     kind: MetricKind = field(kw_only=True)
     # the range of a ``score`` (binary and proportion are always 0-1; others have none)
     scale: tuple[float, float] | None = field(default=None, kw_only=True)
@@ -285,6 +290,12 @@ def score_response(
         return Score(case.case_id, metric.name, None, "skipped", str(skip))
     except Exception as exc:  # a metric bug must not stop the run; it is recorded
         return _failed(metric, case, exc)
+    if type(output) is tuple and len(output) == 2:  # (value, details): most metrics
+        value = output[0]
+        if type(value) is float and value - value == 0.0:
+            return Score(case.case_id, metric.name, value, "ok", None, output[1])
+    elif type(output) is float and output - output == 0.0:
+        return Score(case.case_id, metric.name, output, "ok", None, {})
     return _score_of(metric, case, output)
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Iterable
 from functools import lru_cache
 from itertools import combinations
 
@@ -54,11 +55,31 @@ class IdfTable:
         self.df: Counter[str] = Counter()
         self.documents = 0
         self._vectors: dict[str, dict[str, float]] = {}
+        self._whole_run = False  # the frequencies are the run's (prepare_run), not a batch's
+
+    def prepare_run(self, batches: Iterable[list[tuple[Case, Response]]]) -> None:
+        """Count the document frequencies over every batch of the run."""
+        self._reset()
+        for pairs in batches:
+            self._count(pairs)
+        self._whole_run = True
 
     def prepare(self, pairs: list[tuple[Case, Response]]) -> None:
+        """Count over ``pairs`` (the whole run, when the engine has not given the run's batches
+        to ``prepare_run``); after ``prepare_run`` only the cached vectors are dropped."""
+        if self._whole_run:
+            self._vectors.clear()
+            return
+        self._reset()
+        self._count(pairs)
+
+    def _reset(self) -> None:
         self.df.clear()
         self.documents = 0
         self._vectors.clear()
+        self._whole_run = False
+
+    def _count(self, pairs: list[tuple[Case, Response]]) -> None:
         for case, response in pairs:
             if case.metadata.get(REPEAT_KEY):  # a repeat: the run's corpus counted once
                 continue
@@ -154,6 +175,7 @@ def context_metrics(_: MetricSettings) -> list[Metric]:
             needs,
             higher_is_better=False,
             prepare=table.prepare,
+            prepare_run=table.prepare_run,
             description="mean pairwise TF-IDF cosine between retrieved chunks",
             kind="score",
         ),

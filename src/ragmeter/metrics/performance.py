@@ -14,18 +14,13 @@ cost of LLM judges; given the cases, also the run's latency budgets (seed 003's 
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any
-
-import numpy as np
 
 from ragmeter.config import ModelPrice
 from ragmeter.metrics.base import Metric, MetricOutput, MetricSettings
-from ragmeter.metrics.operational import coverage_by_doc_type, operational_metrics
-from ragmeter.metrics.pipeline import latency_budget_summary
+from ragmeter.metrics.operational import operational_metrics
+from ragmeter.metrics.performance_tally import LATENCY_QUANTILES, PerformanceTally, percentiles
 from ragmeter.models import Case, CaseResult, Response, Usage
-
-LATENCY_QUANTILES = (50, 95, 99)
 
 
 def total_latency_ms(response: Response) -> float:
@@ -114,14 +109,6 @@ def apply_prices(results: list[CaseResult], prices: dict[str, ModelPrice]) -> in
     return priced
 
 
-def _percentiles(values: list[float]) -> dict[str, float | int]:
-    array = np.asarray(values, dtype=np.float64)
-    summary: dict[str, float | int] = {"n": len(values), "mean": float(array.mean())}
-    for q, v in zip(LATENCY_QUANTILES, np.percentile(array, LATENCY_QUANTILES), strict=True):
-        summary[f"p{q}"] = float(v)
-    return summary
-
-
 def latency_by_stage(results: list[CaseResult]) -> dict[str, dict[str, float | int]]:
     """Latency percentiles (ms) of the total and of every stage reported by the target."""
     stages: dict[str, list[float]] = {}
@@ -131,38 +118,11 @@ def latency_by_stage(results: list[CaseResult]) -> dict[str, dict[str, float | i
         for stage, value in result.response.latency_ms.items():
             stages.setdefault(stage, []).append(float(value))
     ordered = ["total", *sorted(stage for stage in stages if stage != "total")]
-    return {stage: _percentiles(stages[stage]) for stage in ordered if stage in stages}
+    return {stage: percentiles(stages[stage]) for stage in ordered if stage in stages}
 
 
 def performance_summary(
     results: list[CaseResult], priced: int = 0, cases: list[Case] | None = None
 ) -> dict[str, Any]:
-    answered = [r for r in results if r.response is not None]
-    costs = [
-        r.response.usage.cost_usd
-        for r in answered
-        if r.response is not None and r.response.usage is not None
-        if r.response.usage.cost_usd is not None
-    ]
-    summary: dict[str, Any] = {
-        "latency_ms": latency_by_stage(results),
-        "errors_by_type": dict(
-            Counter(r.error_type or "unknown" for r in results if r.status != "ok")
-        ),
-        "cost": {
-            "system": {
-                "n_costed": len(costs),
-                "n_priced_from_tokens": priced,
-                "n_without_cost": len(answered) - len(costs),
-                "total_usd": float(sum(costs)) if costs else None,
-                "per_query_usd": float(sum(costs) / len(costs)) if costs else None,
-            },
-            # filled from the run's judge-call records when a judge ran (kept apart from the
-            # system's cost)
-            "judge": {"status": "not_measured", "reason": "no LLM judge ran in this run"},
-        },
-    }
-    if cases is not None:
-        summary["latency_budgets"] = latency_budget_summary(cases, results)
-        summary["coverage_by_doc_type"] = coverage_by_doc_type(cases, results)
-    return summary
+    """The run's performance summary (``PerformanceTally`` over one batch: every answer)."""
+    return PerformanceTally(with_cases=cases is not None).add(results, priced, cases).summary()

@@ -289,12 +289,23 @@ def pipeline_metrics(_: MetricSettings) -> list[Metric]:
 
 
 # the run's latency budgets ---------------------------------------------------------------------
+BudgetGroups = dict[tuple[str, str, float], list[float]]
+
+
 def latency_budget_summary(cases: list[Case], results: list[CaseResult]) -> list[dict[str, Any]]:
     """One row per distinct (stage, statistic, budget) the cases declare: the statistic of that
     stage's latency over the declaring cases that answered and reported the stage, against the
     budget (``status`` pass / fail / not_measured)."""
+    groups: BudgetGroups = {}
+    add_budget_latencies(groups, cases, results)
+    return budget_rows(groups)
+
+
+def add_budget_latencies(
+    groups: BudgetGroups, cases: list[Case], results: list[CaseResult]
+) -> None:
+    """Add the latencies of ``cases`` (a batch of a run) to their budgets' groups."""
     by_case = {result.case_id: result for result in results}
-    groups: dict[tuple[str, str, float], list[float]] = {}
     for case in cases:
         if not case.latency_budget_ms:
             continue
@@ -308,6 +319,10 @@ def latency_budget_summary(cases: list[Case], results: list[CaseResult]) -> list
             values = groups.setdefault((stage, stat or "max", budget), [])
             if response is not None and stage in response.latency_ms:
                 values.append(float(response.latency_ms[stage]))
+
+
+def budget_rows(groups: BudgetGroups) -> list[dict[str, Any]]:
+    """The rows of ``latency_budget_summary`` from the gathered latencies."""
     rows: list[dict[str, Any]] = []
     for (stage, stat, budget), values in sorted(groups.items()):
         observed: float | None = None

@@ -8,21 +8,18 @@ resumes by asking only the unanswered cases, and a stored run can be re-scored o
 from __future__ import annotations
 
 import asyncio
-import json
-import random
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeoutError
-from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ragmeter.config import DEFAULT_STORE, EvalConfig, TargetConfig, config_from_snapshot
-from ragmeter.datasets import DATASET_SPEC_KEY, load_datasets
 from ragmeter.errors import EXIT_INTERRUPTED, InputError, RagmeterError
 from ragmeter.models import Case, CaseResult, RunRecord, Score
-from ragmeter.runfile import RunFile
+from ragmeter.runfile import RunFileWriter
 from ragmeter.runner import preflight
 from ragmeter.runner.background import in_daemon_thread
 from ragmeter.runner.executors import (
@@ -32,7 +29,9 @@ from ragmeter.runner.executors import (
     make_executor,
     query_cases,
 )
-from ragmeter.runner.records import new_run_record, now_iso
+from ragmeter.runner.ingest import case_batches, sample_cases, store_new_cases
+from ragmeter.runner.preflight import CaseSummary
+from ragmeter.runner.records import new_run_id, new_run_record, now_iso
 from ragmeter.runner.scoring import (
     ScoringStoppedError,
     _score_in_thread,
@@ -41,8 +40,7 @@ from ragmeter.runner.scoring import (
     score_results,
     score_run,
 )
-from ragmeter.runner.selection import for_perspectives, smoke_cases
-from ragmeter.scoring.repeats import expand_repeats
+from ragmeter.runner.selection import for_perspectives
 from ragmeter.store.sqlite import RunStore
 from ragmeter.targets import Target, build_target
 from ragmeter.targets.index_stats import fetch_index_stats
@@ -66,6 +64,9 @@ __all__ = [
 ]
 
 
+_T = TypeVar("_T")
+
+
 class RunInterruptedError(RagmeterError, RuntimeError):
     """A run stopped by the user (Ctrl-C, SIGTERM) or cancelled: what was done is stored and
     the run is marked ``interrupted``."""
@@ -82,58 +83,71 @@ class RunInterruptedError(RagmeterError, RuntimeError):
         self.stage = stage
 
 
-@dataclass(repr=False)
 class RunOutcome:
-    record: RunRecord
-    results: list[CaseResult]
-    scores: list[Score]
-    run_file: Path | None
-    # the run's cases (for the failed-case traces of --save-trace)
-    cases: list[Case] = field(default_factory=list)
+    """A finished run: its record and run file; its cases, answers and scores are read from the
+    store when first asked for (a large run's are not held in memory)."""
+
+    def __init__(
+        self,
+        record: RunRecord,
+        results: list[CaseResult] | None = None,
+        scores: list[Score] | None = None,
+        run_file: Path | None = None,
+        cases: list[Case] | None = None,
+        store: str | None = None,
+    ) -> None:
+        self.record = record
+        self.run_file = run_file
+        self.store = store
+        self._results, self._scores, self._cases = results, scores, cases
+
+    def _read(self, read: Callable[[RunStore], _T]) -> _T:
+        if self.store is None or self.store == ":memory:":
+            raise RagmeterError(f"run {self.record.id}: its store is gone (an in-memory store)")
+        store = RunStore(self.store, create=False)
+        try:
+            return read(store)
+        finally:
+            store.close()
+
+    @property
+    def results(self) -> list[CaseResult]:
+        if self._results is None:
+            self._results = self._read(lambda store: store.get_results(self.record.id))
+        return self._results
+
+    @property
+    def scores(self) -> list[Score]:
+        if self._scores is None:
+            self._scores = self._read(lambda store: store.get_scores(self.record.id))
+        return self._scores
+
+    @property
+    def cases(self) -> list[Case]:
+        """The run's cases (for the failed-case traces of --save-trace)."""
+        if self._cases is None:
+            self._cases = self._read(lambda store: store.get_cases(self.record.id))
+        return self._cases
+
+    def load(self, store: RunStore) -> RunOutcome:
+        """Read the cases, answers and scores now, from ``store``."""
+        run_id = self.record.id
+        self._cases, self._results = store.get_cases(run_id), store.get_results(run_id)
+        self._scores = store.get_scores(run_id)
+        return self
 
     def __repr__(self) -> str:
         # short on purpose: asyncio may format the finished task's result in messages
-        return f"RunOutcome(id={self.record.id!r}, results={len(self.results)})"
+        return f"RunOutcome(id={self.record.id!r})"
 
 
-def write_run_file(run_file: RunFile, config: EvalConfig) -> Path:
-    """Write the run file into ``output_dir``: ``{output}.json`` when the config names the run
-    files (``--output``), else ``{id}_{timestamp}.json``."""
-    if config.output is None:
-        return run_file.write(config.output_dir)
-    folder = Path(config.output_dir)
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{config.output}.json"
-    path.write_text(json.dumps(run_file.document()), encoding="utf-8")
-    return path
-
-
-def select_cases(cases: list[Case], config: EvalConfig) -> list[Case]:
-    """The cases a run asks: the smoke suite's subset (``suite: smoke``), then ``samples``,
-    then each case ``repeats`` times (``scoring.repeats``)."""
-    if config.suite == "smoke":
-        cases = smoke_cases(cases, config.seed)
-    return expand_repeats(sample_cases(cases, config.samples, config.seed), config.repeats)
-
-
-def sample_cases(cases: list[Case], samples: int | None, seed: int) -> list[Case]:
-    """A seeded random subset of ``samples`` cases **per dataset given** (seed 002's
-    ``samples_per_dataset``; two RAGBench subset files are two datasets), kept in dataset
-    order."""
-    if samples is None:
-        return cases
-    by_dataset: dict[str | None, list[int]] = {}
-    for index, case in enumerate(cases):
-        group = case.metadata.get(DATASET_SPEC_KEY) or case.dataset  # the --dataset given
-        by_dataset.setdefault(group, []).append(index)
-    chosen: set[int] = set()
-    for indices in by_dataset.values():
-        if samples >= len(indices):
-            chosen.update(indices)
-        else:
-            picks = random.Random(seed).sample(range(len(indices)), samples)
-            chosen.update(indices[i] for i in picks)
-    return [case for i, case in enumerate(cases) if i in chosen]
+def run_file_path(record: RunRecord, config: EvalConfig) -> Path:
+    """Where the run file goes in ``output_dir``: ``{output}.json`` when the config names the
+    run files (``--output``), else ``{id}_{timestamp}.json``."""
+    if config.output is not None:
+        return Path(config.output_dir) / f"{config.output}.json"
+    stamp = record.created_at.replace(":", "").replace("-", "").split("+")[0]
+    return Path(config.output_dir) / f"{record.id}_{stamp}.json"
 
 
 async def store_index_stats(
@@ -161,7 +175,8 @@ async def run_evaluation_async(
 
     Nothing is asked before the names, options, cases, store and judges have been checked; an
     interruption (Ctrl-C, SIGTERM, cancellation) at any stage leaves the run ``interrupted``
-    with every finished answer stored, ready for ``--resume``.
+    with every finished answer stored, ready for ``--resume``. Cases, answers and scores go
+    through in batches (``store.streams``), so memory does not grow with the run.
     """
     record: RunRecord | None = None
     check_scoring_config(config)
@@ -171,21 +186,21 @@ async def run_evaluation_async(
     preflight.check_options(config)
     preflight.check_targets(config)
     preflight.check_headers(config)
+    run_id = new_run_id()
+    summary = CaseSummary()
     if resume is None:
-        # datasets are read and validated before anything is written
-        run_cases = select_cases(
-            cases
-            if cases is not None
-            else load_datasets(config.datasets, config.field_map or None),
-            config,
-        )
-        named = target is not None or preflight.target_was_named(config)
-        preflight.check_cases(config, run_cases, target_named=named)
-        config = preflight.with_carried_corpus(config, run_cases, target_named=named)
-        pending = run_cases
+        # a small dataset is read and checked whole before anything is written
+        batches = case_batches(config, cases)
+        first = next(batches, [])
+        batches = chain([first], batches)
     store = RunStore(config.store)
     try:
-        if resume is not None:
+        if resume is None:
+            named = target is not None or preflight.target_was_named(config)
+            summary = store_new_cases(store, run_id, batches)
+            preflight.check_cases(config, summary, target_named=named)
+            config = preflight.with_carried_corpus(config, summary, target_named=named)
+        else:
             record = store.get_run(resume)
             if record.status == "completed":
                 raise InputError(
@@ -199,7 +214,6 @@ async def run_evaluation_async(
             config = config_from_snapshot(record.config).model_copy(
                 update={name: getattr(config, name) for name in given}
             )
-            run_cases = store.get_cases(record.id)
         executor: Executor = make_executor(config, target_object=target is not None)
         judge_info = await preflight.check_judges(config) if config.judge else {}
         owns_target = target is None
@@ -212,47 +226,71 @@ async def run_evaluation_async(
                 if judge_info:
                     extras["judge_info"] = judge_info
                 record = new_run_record(
-                    config,
-                    sorted({c.dataset or "unknown" for c in run_cases}),
-                    len(run_cases),
-                    **extras,
+                    config, sorted(summary.datasets), summary.count, run_id=run_id, **extras
                 )
-                store.create_run(record, run_cases)
+                store.insert_run(record, summary.count)
             stop = threading.Event()
             with store.lock_run(record.id):
-                answered = store.answered_case_ids(record.id)
-                pending = [c for c in run_cases if c.case_id not in answered]
+                pending = store.count_pending(record.id)
                 if on_start is not None:
-                    on_start(record, len(pending))
+                    on_start(record, pending)
                 stage = "asking"
+                writer = RunFileWriter()
                 try:
                     if record.index_stats is None:  # once per run (a resumed run has them)
                         await store_index_stats(target, store, record, config.case_timeout_s)
-                    await executor.query(target, pending, store, record.id, on_progress)
+                    await ask_pending(executor, target, store, record.id, pending, on_progress)
                     if owns_target:
                         await target.aclose()
                         owns_target = False
                     stage = "scoring"
                     if config.store == ":memory:":  # one connection holds the whole store
-                        final, results, scores = score_run(
-                            store, record.id, config, stop, executor.scorer()
+                        final = score_run(
+                            store, record.id, config, stop, executor.scorer(), writer.add
                         )
                     else:
-                        final, results, scores = await in_daemon_thread(
-                            _score_in_thread, config, record.id, stop, executor.scorer()
+                        final = await in_daemon_thread(
+                            _score_in_thread, config, record.id, stop, executor.scorer(), writer.add
                         )
                 except (asyncio.CancelledError, KeyboardInterrupt) as exc:
+                    writer.close()
                     stop.set()
                     store.mark_interrupted(record.id)
                     raise RunInterruptedError(record.id, config.store, stage) from exc
+                except BaseException:
+                    writer.close()
+                    raise
         finally:
             if owns_target:
                 await target.aclose()
             executor.close()
-        run_file = write_run_file(RunFile.from_run(final, results, scores), config)
-        return RunOutcome(final, results, scores, run_file, run_cases)
+        run_file = writer.finish(final, run_file_path(final, config))
+        outcome = RunOutcome(final, run_file=run_file, store=config.store)
+        return outcome.load(store) if config.store == ":memory:" else outcome
     finally:
+        if record is None and resume is None:
+            store.delete_orphan_cases(run_id)  # refused before the run was created
         store.close()
+
+
+async def ask_pending(
+    executor: Executor,
+    target: Target,
+    store: RunStore,
+    run_id: str,
+    pending: int,
+    on_progress: ProgressHook | None,
+) -> None:
+    """Ask the run's unanswered cases, a batch at a time (progress counts over all of them)."""
+    done = 0
+
+    def progress(finished: int, _: int) -> None:
+        if on_progress is not None:
+            on_progress(done + finished, pending)
+
+    for batch in store.pending_batches(run_id):
+        await executor.query(target, batch, store, run_id, progress)
+        done += len(batch)
 
 
 async def evaluate_async(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -91,19 +92,40 @@ def check_spot_check_prompts(config: EvalConfig) -> dict[str, str]:
     return swaps
 
 
-def check_cases(config: EvalConfig, cases: list[Case], *, target_named: bool) -> None:
+@dataclass
+class CaseSummary:
+    """What the checks before the first question need of a new run's cases, gathered batch by
+    batch: how many, their datasets, and the corpora they carry (None: a case carries none)."""
+
+    count: int = 0
+    datasets: set[str] = field(default_factory=set)
+    corpora: set[str | None] = field(default_factory=set)
+
+    def add(self, cases: list[Case]) -> None:
+        from ragmeter.datasets.corpus import corpus_of
+
+        self.count += len(cases)
+        self.datasets.update(case.dataset or "unknown" for case in cases)
+        self.corpora.update(corpus_of(case) for case in cases)
+
+    @classmethod
+    def of(cls, cases: list[Case]) -> CaseSummary:
+        summary = cls()
+        summary.add(cases)
+        return summary
+
+
+def check_cases(config: EvalConfig, cases: CaseSummary, *, target_named: bool) -> None:
     """A run needs cases, and a user's own dataset needs a system to ask."""
-    if not cases:
+    if not cases.count:
         raise InputError(
             f"no cases to evaluate in {', '.join(config.datasets)}: the dataset is empty"
             + (" or --samples left none" if config.samples else "")
         )
-    from ragmeter.datasets.corpus import corpus_of
-
     own_data = any(name != "demo" for name in config.datasets)
     # a dataset that carries its corpus (cranfield:, beir:, trec:, hotpotqa:, ...) is answered
     # by the reference pipeline over that corpus
-    carried = all(corpus_of(case) for case in cases)
+    carried = None not in cases.corpora
     if own_data and not target_named and config.target.kind == "reference" and not carried:
         raise InputError(
             "your dataset would be asked of the built-in reference pipeline over the bundled "
@@ -114,15 +136,15 @@ def check_cases(config: EvalConfig, cases: list[Case], *, target_named: bool) ->
         )
 
 
-def with_carried_corpus(config: EvalConfig, cases: list[Case], *, target_named: bool) -> EvalConfig:
+def with_carried_corpus(
+    config: EvalConfig, cases: CaseSummary, *, target_named: bool
+) -> EvalConfig:
     """The reference pipeline, when no target or corpus was named and every case carries the
     same corpus (``cranfield:``, ``beir:``, ``hotpotqa:``, ...), answers over that corpus: the
     run's config records it (cases of several corpora are each answered over their own)."""
-    from ragmeter.datasets.corpus import shared_corpus
-
     if target_named or config.target.kind != "reference" or config.target.corpus:
         return config
-    spec = shared_corpus(cases)
+    spec = next(iter(cases.corpora)) if len(cases.corpora) == 1 else None
     if spec is None:
         return config
     target = config.target.model_copy(update={"corpus": spec})

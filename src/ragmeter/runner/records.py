@@ -17,11 +17,12 @@ def new_run_record(
     datasets: list[str],
     question_count: int,
     name: str | None = None,
+    run_id: str | None = None,
     **snapshot_extras: Any,
 ) -> RunRecord:
     """A new run's record: a fresh id and the redacted config snapshot with ``snapshot_extras``
     (target info, where a rescore came from)."""
-    run_id = uuid.uuid4().hex[:12]
+    run_id = run_id or new_run_id()
     snapshot = {
         **config_snapshot(config),
         **redact(snapshot_extras),
@@ -35,6 +36,10 @@ def new_run_record(
         datasets=datasets,
         question_count=question_count,
     )
+
+
+def new_run_id() -> str:
+    return uuid.uuid4().hex[:12]
 
 
 def now_iso() -> str:

@@ -9,9 +9,9 @@ from pydantic import ValidationError
 
 from ragmeter.config import ConfigError, config_from_snapshot
 from ragmeter.errors import InputError
-from ragmeter.runfile import RunFile
+from ragmeter.runfile import RunFileWriter
 from ragmeter.runner import preflight
-from ragmeter.runner.engine import RunOutcome, new_run_record, score_run, write_run_file
+from ragmeter.runner.engine import RunOutcome, new_run_record, run_file_path, score_run
 from ragmeter.store.sqlite import RunStore
 
 
@@ -47,21 +47,29 @@ def rescore(
         preflight.check_names(config)
         preflight.check_options(config)
         judge_info = asyncio.run(preflight.check_judges(config)) if config.judge else {}
+        extras: dict[str, Any] = {
+            "target_info": source.config.get("target_info"),
+            "rescored_from": source.id,
+        }
+        if judge_info:
+            extras["judge_info"] = judge_info
         record = new_run_record(
             config,
             source.datasets,
             source.question_count,
             name=config.name or f"rescore-{source.id[:8]}",
-            target_info=source.config.get("target_info"),
-            rescored_from=source.id,
-            **({"judge_info": judge_info} if judge_info else {}),
+            **extras,
         )
-        store.create_run(record, store.get_cases(source.id))
-        store.save_results(record.id, store.get_results(source.id))
+        store.copy_answers(source.id, record)
         if source.index_stats is not None:  # the index the answers came from
             store.save_index_stats(record.id, source.index_stats)
-        final, results, scores = score_run(store, record.id, config)
-        run_file = write_run_file(RunFile.from_run(final, results, scores), config)
-        return RunOutcome(final, results, scores, run_file)
+        writer = RunFileWriter()
+        try:
+            final = score_run(store, record.id, config, sink=writer.add)
+        except BaseException:
+            writer.close()
+            raise
+        run_file = writer.finish(final, run_file_path(final, config))
+        return RunOutcome(final, run_file=run_file, store=store_path)
     finally:
         store.close()

@@ -20,15 +20,18 @@ from ragmeter.judges import JudgeSettings, judge_settings
 from ragmeter.metrics import MetricSettings, resolve_metrics, score_case
 from ragmeter.metrics.base import Metric, score_response
 from ragmeter.metrics.grounding.nli import check_grounding_model
-from ragmeter.metrics.performance import apply_prices, performance_summary
-from ragmeter.models import Case, CaseResult, RunRecord, Score, Scorecard
+from ragmeter.metrics.performance import apply_prices
+from ragmeter.metrics.performance_tally import PerformanceTally
+from ragmeter.models import Case, CaseResult, Response, RunRecord, Score, Scorecard
 from ragmeter.redaction import redact_text
 from ragmeter.runner.records import now_iso
 from ragmeter.runner.selection import perspective_groups, targets_for
-from ragmeter.scoring.aggregate import aggregate_with_breakdowns
+from ragmeter.scoring.aggregate import aggregate_columns
 from ragmeter.scoring.breakdowns import check_field
+from ragmeter.scoring.columns import ScoreColumns
 from ragmeter.scoring.targets import check_targets, parse_targets
 from ragmeter.scoring.weighted import weighted_score
+from ragmeter.store import streams
 from ragmeter.store.sqlite import RunStore
 
 
@@ -76,6 +79,9 @@ def metric_settings(config: EvalConfig, judge: JudgeSettings | None = None) -> M
 # how a run's cases are scored: score_results here, or spread over workers (runner.executors)
 Scorer = Callable[[list[Case], list[CaseResult], list[Metric], threading.Event | None], list[Score]]
 
+
+# what receives each scored batch's answers and scores (the run file's writer)
+ScoreSink = Callable[[list[CaseResult], list[Score]], None]
 
 _gc_lock = threading.Lock()
 _gc_pauses = 0  # scoring threads inside paused_gc
@@ -236,19 +242,9 @@ def judge_spot_check(
     )
 
 
-@paused_gc()
-def score_run(
-    store: RunStore,
-    run_id: str,
-    config: EvalConfig,
-    stop: threading.Event | None = None,
-    scorer: Scorer = score_results,
-) -> tuple[RunRecord, list[CaseResult], list[Score]]:
-    """Score the stored responses of a run; store the scores, the scorecard, its breakdowns,
-    the weighted score, the targets table and the performance summary. When ``stop`` is set
-    (the run was interrupted) scoring ends at the next case and nothing is written."""
-    cases = store.get_cases(run_id)
-    results = store.get_results(run_id)
+def run_metrics(config: EvalConfig, run_id: str) -> list[Metric]:
+    """The metrics a run scores: its families (and ``judged`` with a judge), within its
+    perspectives."""
     families = list(config.metrics)
     if config.judge:
         families += [] if "judged" in families else ["judged"]
@@ -256,17 +252,63 @@ def score_run(
     if config.perspectives is not None:
         wanted = perspective_groups(config.perspectives)
         metrics = [metric for metric in metrics if metric.group in wanted]
-    priced = apply_prices(results, config.prices)
-    scores = scorer(cases, results, metrics, stop)
-    scorecard, breakdowns = aggregate_with_breakdowns(
-        scores,
-        metrics,
-        cases,
-        config.breakdowns,
-        config.bootstrap_resamples,
-        config.seed,
-        config.failed_as,
-    )
+    return metrics
+
+
+def _answered_pairs(
+    store: RunStore, run_id: str, batch: int
+) -> Iterator[list[tuple[Case, Response]]]:
+    for cases, results in store.answered_batches(run_id, batch):
+        by_id = {case.case_id: case for case in cases}
+        yield [(by_id[r.case_id], r.response) for r in results if r.response is not None]
+
+
+def prepare_whole_run(store: RunStore, run_id: str, metrics: list[Metric], batch: int) -> None:
+    """Give each run-wide statistic (``Metric.prepare_run``) the run's answers, batch by batch,
+    before any batch is scored."""
+    done: set[int] = set()
+    for metric in metrics:
+        prepare = metric.prepare_run
+        if prepare is not None and id(prepare) not in done:
+            done.add(id(prepare))
+            prepare(_answered_pairs(store, run_id, batch))
+
+
+@paused_gc()
+def score_run(
+    store: RunStore,
+    run_id: str,
+    config: EvalConfig,
+    stop: threading.Event | None = None,
+    scorer: Scorer = score_results,
+    sink: ScoreSink | None = None,
+    batch: int | None = None,
+) -> RunRecord:
+    """Score the stored answers of a run ``batch`` cases at a time, storing each batch's scores
+    as it is done; then the scorecard, its breakdowns, the weighted score, the targets table
+    and the performance summary, from the scores' columns (``scoring.columns``), never from
+    every ``Score`` at once; ``sink`` (the run file's writer) gets each batch's answers and
+    scores. When ``stop`` is set (the run was interrupted) scoring ends at the
+    next case and the run is not finished (its stored scores are replaced when it resumes)."""
+    batch = batch or streams.BATCH_CASES
+    metrics = run_metrics(config, run_id)
+    store.clear_scores(run_id)
+    prepare_whole_run(store, run_id, metrics, batch)
+    tally = PerformanceTally()
+    with ScoreColumns(metrics, config.breakdowns) as columns:
+        for cases, results in store.answered_batches(run_id, batch):
+            priced = apply_prices(results, config.prices)
+            scores = scorer(cases, results, metrics, stop)
+            store.add_scores(run_id, scores)
+            columns.add(cases, scores)
+            if sink is not None:
+                sink(results, scores)
+            tally.add(results, priced, cases)
+            del scores, results, cases
+            gc.collect()  # the batch's cyclic garbage (paused_gc defers full collections)
+        scorecard, breakdowns = aggregate_columns(
+            columns, metrics, config.bootstrap_resamples, config.seed, config.failed_as
+        )
     extras = RunRecord(
         id=run_id,
         name="",
@@ -290,26 +332,36 @@ def score_run(
             ),
             config.coverage_floor,
         ),
-        performance=performance_summary(results, priced, cases),
+        performance=tally.summary(),
     )
     if config.judge and config.spot_check and (config.second_judge or config.spot_check_prompts):
-        extras.judge_reliability = judge_spot_check(config, run_id, cases, results, scores)
+        extras.judge_reliability = judge_spot_check(
+            config,
+            run_id,
+            store.get_cases(run_id),
+            store.get_results(run_id),
+            store.get_scores(run_id),
+        )
     if config.judge:
         extras.performance["cost"]["judge"] = store.judge_cost(run_id)
     if stop is not None and stop.is_set():
         raise ScoringStoppedError(run_id)
-    store.replace_scores(run_id, scores)
-    store.finish_run(run_id, scorecard, now_iso(), sum(r.status != "ok" for r in results), extras)
-    return store.get_run(run_id), results, scores
+    errors = sum(tally.errors.values())
+    store.finish_run(run_id, scorecard, now_iso(), errors, extras)
+    return store.get_run(run_id)
 
 
 def _score_in_thread(
-    config: EvalConfig, run_id: str, stop: threading.Event, scorer: Scorer = score_results
-) -> tuple[RunRecord, list[CaseResult], list[Score]]:
+    config: EvalConfig,
+    run_id: str,
+    stop: threading.Event,
+    scorer: Scorer = score_results,
+    sink: ScoreSink | None = None,
+) -> RunRecord:
     """Scoring on its own connection, off the event loop, so an interruption is handled at
     once instead of after the last case is scored."""
     store = RunStore(config.store)
     try:
-        return score_run(store, run_id, config, stop, scorer)
+        return score_run(store, run_id, config, stop, scorer, sink)
     finally:
         store.close()

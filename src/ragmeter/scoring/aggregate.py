@@ -12,15 +12,18 @@ import numpy.typing as npt
 from ragmeter.metrics.base import GROUPS, Metric
 from ragmeter.models import Case, MetricSummary, Score, Scorecard
 from ragmeter.scoring.bootstrap import Partition, summarize
-from ragmeter.scoring.breakdowns import labels_by_case
-from ragmeter.scoring.repeats import REPEAT_KEY, base_ids, collapse, first_answers
-from ragmeter.scoring.roc import is_roc
+from ragmeter.scoring.columns import ScoreColumns, detector_labels
+from ragmeter.scoring.repeats import collapse
 from ragmeter.scoring.table import ScoreTable
 
 Breakdowns = dict[str, dict[str, list[MetricSummary]]]
 
 _PERCENTILES = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p99": 99.0}
 _BLOCK = 2_000_000  # resample cells per block, to bound memory
+# cells (cases x metrics) bootstrapped together: a large run's metrics go a few at a time
+GROUP_CELLS = 2_000_000
+
+__all__ = ["aggregate_columns", "aggregate_scores", "aggregate_with_breakdowns", "detector_labels"]
 
 
 def statistic(
@@ -82,25 +85,6 @@ def bootstrap_interval(
     return float(low), float(high)
 
 
-def detector_labels(
-    scores: list[Score], metrics: list[Metric], case_ids: list[str]
-) -> dict[str, npt.NDArray[np.float64]]:
-    """For each detector metric (``auc``, ``tpr_at_fpr_*``), the label its ok scores recorded
-    (``details["label"]``: 1 positive, 0 negative), aligned with ``case_ids``; NaN where a
-    case has no ok score or no label."""
-    names = {m.name for m in metrics if is_roc(m.aggregation)}
-    if not names:
-        return {}
-    row = {case_id: i for i, case_id in enumerate(case_ids)}
-    labels = {name: np.full(len(case_ids), np.nan) for name in names}
-    for score in scores:
-        if score.metric in names and score.status == "ok" and score.case_id in row:
-            label = score.details.get("label")
-            if isinstance(label, bool):
-                labels[score.metric][row[score.case_id]] = float(label)
-    return labels
-
-
 def _ordered(metrics: list[Metric]) -> list[Metric]:
     return sorted(metrics, key=lambda m: GROUPS.index(m.group) if m.group in GROUPS else 99)
 
@@ -124,32 +108,79 @@ def aggregate_with_breakdowns(
     """The scorecard and, for every field, the scorecard of every group of cases; all from one
     joint bootstrap (see ``ragmeter.scoring.bootstrap``). ``failed_as`` (exclude, zero,
     worst): how failed cases enter the values (``ScoreTable.count_failed_as``)."""
+    if fields and cases is None:
+        raise ValueError("breakdowns need the cases of the run")
+    if cases is None:
+        ids = dict.fromkeys(s.case_id for s in scores)
+        cases = [Case.model_construct(case_id=case_id, question="") for case_id in ids]
+    with ScoreColumns(metrics, fields) as columns:
+        columns.add(cases, scores)
+        return aggregate_columns(columns, metrics, resamples, seed, failed_as)
+
+
+def aggregate_columns(
+    columns: ScoreColumns,
+    metrics: list[Metric],
+    resamples: int = 1000,
+    seed: int = 0,
+    failed_as: str = "exclude",
+) -> tuple[Scorecard, Breakdowns]:
+    """``aggregate_with_breakdowns`` of a run's score columns (``scoring.columns``), a few
+    metrics at a time when the run is large: every group of metrics is bootstrapped on the
+    same Poisson weights (the same seed and cases), so the result is the same."""
     ordered = _ordered(metrics)
-    case_ids = [case.case_id for case in cases] if cases is not None else None
-    table = ScoreTable.from_scores(scores, [m.name for m in ordered], case_ids)
-    table.count_failed_as(ordered, failed_as)
-    collapsed = None
-    answers = table.status
-    if cases is not None and any(case.metadata.get(REPEAT_KEY) for case in cases):
-        collapsed = collapse(table.case_ids, table.values, table.status, base_ids(cases))
-        table = ScoreTable(
-            collapsed.case_ids, table.metrics, collapsed.values, collapsed.status, table.failed_as
+    first = np.array([c not in columns.repeat_of for c in columns.case_ids], dtype=bool)
+    repeated = not bool(first.all())
+    partitions = [Partition.whole(int(first.sum()))]
+    for labels in columns.fields:
+        found = labels.per_case()
+        if isinstance(found, tuple):
+            names, codes = found
+            partitions.append(Partition.from_codes(labels.field, names, codes[first]))
+        else:
+            kept = [case for case, keep in zip(found, first, strict=True) if keep]
+            partitions.append(Partition.from_labels(labels.field, kept))
+    detector = {name: label[first] for name, label in columns.labels().items()}
+    per_group = max(1, GROUP_CELLS // max(1, columns.cases))
+    results: list[list[list[MetricSummary]]] = [[[] for _ in p.labels] for p in partitions]
+    for start in range(0, len(ordered), per_group):
+        chosen = ordered[start : start + per_group]
+        summaries = _summarize_group(
+            columns, chosen, partitions, detector, repeated, resamples, seed, failed_as
         )
-        cases = first_answers(cases)
-    partitions = [Partition.whole(len(table.case_ids))]
-    if fields:
-        if cases is None:
-            raise ValueError("breakdowns need the cases of the run")
-        partitions += [Partition.from_labels(f, labels_by_case(cases, f)) for f in fields]
-    labels = detector_labels(scores, ordered, table.case_ids)
-    results = summarize(table, ordered, partitions, resamples, seed, labels=labels)
+        for p, groups in enumerate(summaries):
+            for g, group in enumerate(groups):
+                results[p][g].extend(group)
     breakdowns: Breakdowns = {
         partition.field: dict(zip(partition.labels, groups, strict=True))
         for partition, groups in zip(partitions[1:], results[1:], strict=True)
     }
-    summaries = results[0][0]
+    return _scorecard(results[0][0]), breakdowns
+
+
+def _summarize_group(
+    columns: ScoreColumns,
+    chosen: list[Metric],
+    partitions: list[Partition],
+    detector: dict[str, npt.NDArray[np.float64]],
+    repeated: bool,
+    resamples: int,
+    seed: int,
+    failed_as: str,
+) -> list[list[list[MetricSummary]]]:
+    table = columns.table([m.name for m in chosen])
+    table.count_failed_as(chosen, failed_as)
+    answers = table.status
+    collapsed = None
+    if repeated:
+        collapsed = collapse(table.case_ids, table.values, table.status, columns.repeat_of)
+        table = ScoreTable(
+            collapsed.case_ids, table.metrics, collapsed.values, collapsed.status, table.failed_as
+        )
+    labels = {m.name: detector[m.name] for m in chosen if m.name in detector}
+    results = summarize(table, chosen, partitions, resamples, seed, labels=labels)
     if collapsed is not None:
-        for summary in summaries:
+        for summary in results[0][0]:
             j = table.metrics.index(summary.name)
             # failures and coverage count answers: a case whose repeats partly failed (or
             # were given a value by failed_as) is not fully measured
@@ -163,7 +194,7 @@ def aggregate_with_breakdowns(
             summary.repeats = collapsed.repeats
             summary.within_case_var = _finite(collapsed.within[j])
             summary.between_case_var = _finite(collapsed.between[j])
-    return _scorecard(summaries), breakdowns
+    return results
 
 
 def _finite(value: float) -> float | None:

@@ -78,6 +78,20 @@ class Partition:
         bounds = np.concatenate([[0], np.cumsum([counts[name] for name in names])]).astype(np.intp)
         return cls(field, names, rows, bounds)
 
+    @classmethod
+    def from_codes(cls, field: str, names: list[str], codes: npt.NDArray[np.intp]) -> Partition:
+        """``from_labels`` of cases with one label each, given as codes into ``names``."""
+        order = sorted(range(len(names)), key=names.__getitem__)
+        rank = np.empty(len(names), dtype=np.intp)
+        rank[order] = np.arange(len(names))
+        ranks = rank[codes] if len(codes) else np.empty(0, dtype=np.intp)
+        rows = np.argsort(ranks, kind="stable").astype(np.intp)
+        counts = np.bincount(ranks, minlength=len(names))
+        present = [i for i in range(len(names)) if counts[i]]
+        labels = [names[order[i]] for i in present]
+        bounds = np.concatenate([[0], np.cumsum(counts[present])]).astype(np.intp)
+        return cls(field, labels, rows, bounds)
+
 
 def _reduce(
     values: npt.NDArray[np.float64], bounds: npt.NDArray[np.intp], op: np.ufunc = np.add

@@ -30,6 +30,7 @@ from ragmeter.store import rows
 from ragmeter.store.errors import HINT, RunNotFoundError, not_a_store, sqlite_error
 from ragmeter.store.lock import RunLock, holder_pid
 from ragmeter.store.migrations import MIGRATIONS, applied_count, migrate
+from ragmeter.store.streams import RunStreams
 
 __all__ = ["BUSY_TIMEOUT_S", "MIGRATIONS", "WRITE_CHUNK_ROWS", "RunNotFoundError", "RunStore"]
 
@@ -77,7 +78,7 @@ def score_rows(run_id: str, scores: Iterable[Score]) -> Iterator[tuple[Any, ...]
         yield (run_id, s.case_id, s.metric, s.value, s.status, s.reason, text)
 
 
-class RunStore:
+class RunStore(RunStreams):
     """The run store at ``path`` (a SQLite file, or ``":memory:"``).
 
     ``create=False`` opens an existing store only (for read-only commands): a missing file
@@ -368,18 +369,13 @@ class RunStore:
         """Replace the scores of a run: the old ones are deleted, then the new ones inserted,
         in chunks of WRITE_CHUNK_ROWS so that other writers are not locked out for long. A run's
         scores are complete once ``finish_run`` has marked it completed."""
-        with self._errors(f"storing the scores of run {run_id}"):
-            while True:
-                with self.transaction():
-                    deleted = self.db.execute(
-                        "DELETE FROM scores WHERE rowid IN"
-                        " (SELECT rowid FROM scores WHERE run_id=? LIMIT ?)",
-                        (run_id, WRITE_CHUNK_ROWS),
-                    ).rowcount
-                if deleted < WRITE_CHUNK_ROWS:
-                    break
-            with self._checkpoint_after():
-                self._write_chunks(rows.INSERT_SCORE, score_rows(run_id, scores), SCORES_PER_INSERT)
+        self.clear_scores(run_id)
+        self.add_scores(run_id, scores)
+
+    def add_scores(self, run_id: str, scores: Iterable[Score]) -> None:
+        """Insert scores of a run (a batch of its cases), in chunks of WRITE_CHUNK_ROWS."""
+        with self._errors(f"storing the scores of run {run_id}"), self._checkpoint_after():
+            self._write_chunks(rows.INSERT_SCORE, score_rows(run_id, scores), SCORES_PER_INSERT)
 
     @contextmanager
     def _checkpoint_after(self) -> Iterator[None]:

@@ -12,17 +12,20 @@ as the same answer from a live target would; the message names file:line and fie
 
 from __future__ import annotations
 
+from array import array
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, BinaryIO, NamedTuple
 
 from pydantic import ValidationError
 
 from ragmeter.config import TargetConfig
-from ragmeter.datasets.jsonl import inspect_value, read_jsonl
+from ragmeter.datasets.jsonl import inspect_value, iter_jsonl, loads_line
 from ragmeter.datasets.problems import DatasetError, Problem, problems_from_validation
 from ragmeter.errors import InputError
 from ragmeter.models import Case, Response
 from ragmeter.targets.base import TargetError
+
+_BOM = b"\xef\xbb\xbf"
 
 
 class Recorded(NamedTuple):
@@ -40,7 +43,53 @@ def _case_id(record: dict[str, Any]) -> str | None:
     return text if text.strip() else None
 
 
-def read_recorded(path: Path) -> dict[str, Recorded]:
+class RecordedIndex:
+    """Where each case's line is in a replay file (line number and byte offset), so a file of
+    a million responses is checked in one pass and each response read when its case is
+    asked, not held in memory."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.row: dict[str, int] = {}
+        self.lines = array("q")
+        self.offsets = array("q")
+        self._handle: BinaryIO | None = None
+
+    def __len__(self) -> int:
+        return len(self.row)
+
+    def __contains__(self, case_id: object) -> bool:
+        return case_id in self.row
+
+    def add(self, case_id: str, line: int, offset: int) -> None:
+        self.row[case_id] = len(self.lines)
+        self.lines.append(line)
+        self.offsets.append(offset)
+
+    def line_of(self, case_id: str) -> int:
+        return self.lines[self.row[case_id]]
+
+    def get(self, case_id: str) -> Recorded | None:
+        """The recorded line of ``case_id`` (None if the file has none)."""
+        row = self.row.get(case_id)
+        if row is None:
+            return None
+        if self._handle is None:
+            self._handle = self.path.open("rb")
+        self._handle.seek(self.offsets[row])
+        raw = self._handle.readline()
+        if self.offsets[row] == 0 and raw.startswith(_BOM):
+            raw = raw[len(_BOM) :]
+        value, _ = loads_line(raw.decode("utf-8"))
+        return Recorded(self.lines[row], value)
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+
+
+def read_recorded(path: Path) -> RecordedIndex:
     """The recorded lines of a replay file by case id.
 
     Raises :class:`~ragmeter.errors.InputError` when the file is missing or unreadable and
@@ -51,12 +100,9 @@ def read_recorded(path: Path) -> dict[str, Recorded]:
     if path.is_dir():
         raise InputError(f"replay file {path} is a folder; give the JSONL file of responses")
     problems: list[Problem] = []
-    values = read_jsonl(path, problems)
-    if problems and not values and problems[0].line is None:
-        raise InputError(f"cannot read replay file {path}: {problems[0].message}")
     file = str(path)
-    recorded: dict[str, Recorded] = {}
-    for number, record in values:
+    recorded = RecordedIndex(path)
+    for number, offset, record in iter_jsonl(path, problems):
         if not isinstance(record, dict):
             problems.append(Problem(file, number, None, "expected a JSON object"))
             continue
@@ -80,7 +126,7 @@ def read_recorded(path: Path) -> dict[str, Recorded]:
                     file,
                     number,
                     "case_id",
-                    f"case recorded twice (first at line {recorded[case_id].line}); "
+                    f"case recorded twice (first at line {recorded.line_of(case_id)}); "
                     "keep one response per case",
                     case_id,
                 )
@@ -100,8 +146,10 @@ def read_recorded(path: Path) -> dict[str, Recorded]:
             Problem(file, number, f.field, f.message, case_id)
             for f in inspect_value(record, finite=False)
         )
-        recorded[case_id] = Recorded(number, record)
-    if not recorded and not problems:
+        recorded.add(case_id, number, offset)
+    if problems and not len(recorded) and problems[0].line is None:
+        raise InputError(f"cannot read replay file {path}: {problems[0].message}")
+    if not len(recorded) and not problems:
         raise InputError(f"replay file {path} holds no recorded responses")
     if problems:
         problems.sort(key=lambda p: p.line or 0)
@@ -151,4 +199,4 @@ class ReplayTarget:
             raise TargetError("invalid_response", message) from exc
 
     async def aclose(self) -> None:
-        return None
+        self.recorded.close()

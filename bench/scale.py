@@ -1,0 +1,154 @@
+"""Scale benchmark: N recorded cases scored through the replay target, peak memory and speed.
+
+The cases and responses are the bundled demo's 87 cases and the reference pipeline's answers
+to them, repeated until there are N: each copy gets its own case id, and its question and
+answer a word of their own (``copy 12345``), so no per-text cache sees the same answer twice.
+Each N runs ``ragmeter eval --target replay:FILE`` with the default metric families but
+``semantic``, and lexical grounding (no embedder, no judge), in a fresh process under
+``/usr/bin/time``; the script prints its peak resident memory (RSS), wall time and cases/s,
+and the size of the store.
+
+    python bench/scale.py [--cases 50000 1000000] [--workdir DIR] [--keep]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+DEMO_CASES = Path(__file__).resolve().parents[1] / "src" / "ragmeter" / "demo" / "cases.jsonl"
+
+
+def record_demo(folder: Path) -> list[dict[str, Any]]:
+    """The reference pipeline's responses to the demo cases, as replay lines."""
+    store, responses = folder / "demo.db", folder / "demo-responses.jsonl"
+    run = [sys.executable, "-m", "ragmeter", "eval", "--store", str(store), "--no-progress"]
+    subprocess.run(
+        [*run, "--output-dir", str(folder / "demo-runs")], check=True, stdout=subprocess.DEVNULL
+    )
+    with sqlite3.connect(store) as db:
+        (run_id,) = db.execute("SELECT id FROM runs").fetchone()
+    export = [sys.executable, "-m", "ragmeter", "export", run_id, "--store", str(store)]
+    subprocess.run(
+        [*export, "--format", "responses", "-o", str(responses)],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    return [json.loads(line) for line in responses.read_text(encoding="utf-8").splitlines()]
+
+
+def write_copies(folder: Path, n: int, recorded: list[dict[str, Any]]) -> tuple[Path, Path]:
+    """A dataset of n cases and its replay file, copies of the demo's."""
+    cases = [json.loads(line) for line in DEMO_CASES.read_text(encoding="utf-8").splitlines()]
+    answers = {line["case_id"]: line for line in recorded}
+    dataset, replay = folder / f"cases-{n}.jsonl", folder / f"responses-{n}.jsonl"
+    with (
+        dataset.open("w", encoding="utf-8") as out_cases,
+        replay.open("w", encoding="utf-8") as out,
+    ):
+        for i in range(n):
+            case = dict(cases[i % len(cases)])
+            original = case["case_id"]
+            copy = f"copy {i}"
+            case["case_id"] = f"{original}.{i}"
+            case["question"] = f"{case['question']} ({copy})"
+            out_cases.write(json.dumps(case) + "\n")
+            line = json.loads(json.dumps(answers[original]))
+            line["case_id"] = case["case_id"]
+            response = line.get("response")
+            if isinstance(response, dict) and isinstance(response.get("answer"), str):
+                response["answer"] = f"{response['answer']} ({copy})"
+            out.write(json.dumps(line) + "\n")
+    return dataset, replay
+
+
+def write_config(folder: Path) -> Path:
+    """The default metric families but ``semantic``, and lexical grounding: no embedder."""
+    from ragmeter.config import EvalConfig
+
+    families = [name for name in EvalConfig().metrics if name != "semantic"]
+    path = folder / "no-embedder.yaml"
+    path.write_text(
+        f"metrics: [{', '.join(families)}]\ngrounding_model: lexical\n", encoding="utf-8"
+    )
+    return path
+
+
+def measure(folder: Path, n: int, dataset: Path, replay: Path) -> dict[str, Any]:
+    store = folder / f"runs-{n}.db"
+    report = folder / f"time-{n}.txt"
+    command = [
+        "/usr/bin/time",
+        "-f",
+        "%M %e",
+        "-o",
+        str(report),
+        sys.executable,
+        "-m",
+        "ragmeter",
+        "eval",
+        "--config",
+        str(write_config(folder)),
+        "--dataset",
+        str(dataset),
+        "--target",
+        f"replay:{replay}",
+        "--store",
+        str(store),
+        "--output-dir",
+        str(folder / f"runs-{n}"),
+        "--no-progress",
+    ]
+    started = time.perf_counter()
+    finished = subprocess.run(command, capture_output=True, text=True)
+    wall = time.perf_counter() - started
+    if finished.returncode != 0:
+        raise SystemExit(
+            f"ragmeter eval failed on {n} cases:\n{finished.stdout}\n{finished.stderr}"
+        )
+    peak_kb, _ = report.read_text(encoding="utf-8").split()[-2:]
+    size = sum(p.stat().st_size for p in folder.glob(f"runs-{n}.db*"))
+    return {
+        "cases": n,
+        "peak_rss_mb": round(int(peak_kb) / 1024, 1),
+        "seconds": round(wall, 1),
+        "cases_per_s": round(n / wall, 1),
+        "store_mb": round(size / 2**20, 1),
+        "summary": finished.stdout.strip().splitlines()[-3:],
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", type=int, nargs="+", default=[50_000, 1_000_000])
+    parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--keep", action="store_true", help="keep the generated files")
+    args = parser.parse_args()
+    folder = Path(tempfile.mkdtemp(prefix="ragmeter-scale-", dir=args.workdir))
+    try:
+        recorded = record_demo(folder)
+        for n in args.cases:
+            dataset, replay = write_copies(folder, n, recorded)
+            result = measure(folder, n, dataset, replay)
+            print(json.dumps(result), flush=True)
+            for path in folder.glob(f"runs-{n}*"):
+                if path.is_dir():
+                    shutil.rmtree(path)
+                elif not args.keep:
+                    path.unlink()
+    finally:
+        if not args.keep:
+            shutil.rmtree(folder, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,156 @@
+"""A run's cases, answers and scores read and written in batches, so that a run of a million
+cases never has all of them in memory (``RunStore`` inherits these methods).
+
+Batches follow the cases' stored order (``position``) and are read by key (``position >
+last``), so each batch costs the same however far into the run it is.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any
+
+from ragmeter.models import Case, CaseResult, RunRecord
+from ragmeter.store import rows
+
+# cases a batch holds when nothing else is said: big enough that per-batch costs vanish, small
+# enough that a batch of cases, answers and their scores stays a few tens of MB
+BATCH_CASES = 2_000
+
+
+class RunStreams:
+    """Batch reads and writes of a run's rows (mixed into ``RunStore``)."""
+
+    db: sqlite3.Connection
+    path: Path
+
+    def _errors(self, doing: str) -> AbstractContextManager[None]:
+        raise NotImplementedError
+
+    def transaction(self) -> AbstractContextManager[None]:
+        raise NotImplementedError
+
+    def _write_chunks(
+        self, sql: str, rows: Iterable[Sequence[Any]], rows_per_insert: int = 1
+    ) -> None:
+        raise NotImplementedError
+
+    # writing a new run ----------------------------------------------------------------------
+    def add_cases(self, run_id: str, cases: Sequence[Case], first_position: int) -> None:
+        """Store cases of a run that is being created (its run row comes last, with
+        :meth:`insert_run`), numbered from ``first_position``."""
+        found = (
+            (run_id, case.case_id, first_position + i, case.model_dump_json())
+            for i, case in enumerate(cases)
+        )
+        with self._errors(f"storing the cases of run {run_id}"):
+            self.db.execute("PRAGMA foreign_keys=OFF")  # the run row is inserted last
+            try:
+                self._write_chunks(rows.INSERT_CASE, found)
+            finally:
+                self.db.execute("PRAGMA foreign_keys=ON")
+
+    def insert_run(self, record: RunRecord, question_count: int) -> None:
+        """Make a run whose cases :meth:`add_cases` stored visible."""
+        with self._errors(f"storing run {record.id}"), self.transaction():
+            self.db.execute(rows.INSERT_RUN, rows.run_row(record, question_count))
+
+    def copy_answers(self, source_id: str, record: RunRecord) -> None:
+        """Create the run ``record`` with the cases and answers of run ``source_id`` (a
+        rescore), in one transaction, without reading them into memory."""
+        with self._errors(f"copying run {source_id} into run {record.id}"), self.transaction():
+            self.db.execute(rows.INSERT_RUN, rows.run_row(record, record.question_count))
+            self.db.execute(
+                "INSERT INTO cases (run_id, case_id, position, case_json)"
+                " SELECT ?, case_id, position, case_json FROM cases WHERE run_id=?",
+                (record.id, source_id),
+            )
+            self.db.execute(
+                "INSERT INTO responses (run_id, case_id, status, error_type, error_message,"
+                " latency_ms, attempts, response_json) SELECT ?, case_id, status, error_type,"
+                " error_message, latency_ms, attempts, response_json FROM responses"
+                " WHERE run_id=?",
+                (record.id, source_id),
+            )
+
+    def delete_orphan_cases(self, run_id: str) -> None:
+        """Remove the cases stored for a run that was never created (its input was refused)."""
+        self._delete_in_chunks("cases", run_id, unless_run_exists=True)
+
+    # asking ---------------------------------------------------------------------------------
+    def count_pending(self, run_id: str) -> int:
+        """Cases of the run with no stored answer."""
+        with self._errors(f"counting the unanswered cases of run {run_id}"):
+            row = self.db.execute(
+                "SELECT COUNT(*) FROM cases c WHERE c.run_id=? AND NOT EXISTS"
+                " (SELECT 1 FROM responses r WHERE r.run_id=c.run_id AND r.case_id=c.case_id)",
+                (run_id,),
+            ).fetchone()
+        return int(row[0])
+
+    def pending_batches(self, run_id: str, size: int | None = None) -> Iterator[list[Case]]:
+        """The unanswered cases in order, ``size`` at a time (each batch read when asked for,
+        so answers stored meanwhile are not asked again)."""
+        size = size or BATCH_CASES
+        last = -1
+        while True:
+            with self._errors(f"reading the unanswered cases of run {run_id}"):
+                found = self.db.execute(
+                    "SELECT c.position, c.case_id, c.case_json FROM cases c"
+                    " WHERE c.run_id=? AND c.position>? AND NOT EXISTS"
+                    " (SELECT 1 FROM responses r"
+                    "  WHERE r.run_id=c.run_id AND r.case_id=c.case_id)"
+                    " ORDER BY c.position LIMIT ?",
+                    (run_id, last, size),
+                ).fetchall()
+            if not found:
+                return
+            last = int(found[-1]["position"])
+            yield [rows.case_from_row(row, self.path, run_id) for row in found]
+
+    # scoring --------------------------------------------------------------------------------
+    def answered_batches(
+        self, run_id: str, size: int | None = None
+    ) -> Iterator[tuple[list[Case], list[CaseResult]]]:
+        """The answered cases in order with their answers, ``size`` cases at a time."""
+        size = size or BATCH_CASES
+        last = -1
+        while True:
+            with self._errors(f"reading the answers of run {run_id}"):
+                found = self.db.execute(
+                    "SELECT c.position, c.case_json, r.* FROM cases c"
+                    " JOIN responses r ON r.run_id=c.run_id AND r.case_id=c.case_id"
+                    " WHERE c.run_id=? AND c.position>? ORDER BY c.position LIMIT ?",
+                    (run_id, last, size),
+                ).fetchall()
+            if not found:
+                return
+            last = int(found[-1]["position"])
+            cases = [rows.case_from_row(row, self.path, run_id) for row in found]
+            yield cases, [rows.result_from_row(row) for row in found]
+
+    def clear_scores(self, run_id: str) -> None:
+        """Delete a run's scores in chunks, so other writers are not locked out for long."""
+        self._delete_in_chunks("scores", run_id)
+
+    def _delete_in_chunks(self, table: str, run_id: str, unless_run_exists: bool = False) -> None:
+        from ragmeter.store.sqlite import WRITE_CHUNK_ROWS
+
+        with self._errors(f"deleting the {table} of run {run_id}"):
+            while True:
+                with self.transaction():
+                    if (
+                        unless_run_exists
+                        and self.db.execute("SELECT 1 FROM runs WHERE id=?", (run_id,)).fetchone()
+                    ):
+                        return
+                    deleted = self.db.execute(
+                        f"DELETE FROM {table} WHERE rowid IN"
+                        f" (SELECT rowid FROM {table} WHERE run_id=? LIMIT ?)",
+                        (run_id, WRITE_CHUNK_ROWS),
+                    ).rowcount
+                if deleted < WRITE_CHUNK_ROWS:
+                    return
