@@ -271,3 +271,18 @@ def test_eval_in_batches_through_the_cli_matches_the_run_file_and_the_store(tmp_
     token_f1 = [value for value in token_f1 if isinstance(value, float)]
     summary = next(m for m in document["scorecard"]["metrics"] if m["name"] == "token_f1")
     assert summary["value"] == pytest.approx(float(np.mean(token_f1)))
+
+
+@pytest.mark.parametrize("query", [streams.PENDING_BATCH, streams.ANSWERED_BATCH])
+def test_each_batch_is_read_by_index_without_sorting_the_run(tmp_path, query):
+    from ragmeter.store.sqlite import RunStore
+
+    store = RunStore(tmp_path / "runs.db")
+    try:
+        plan = " | ".join(
+            str(row[-1]) for row in store.db.execute(f"EXPLAIN QUERY PLAN {query}", ("run", -1, 10))
+        )
+    finally:
+        store.close()
+    assert "cases_by_position (run_id=? AND position>?)" in plan, plan
+    assert "TEMP B-TREE" not in plan, plan

@@ -175,6 +175,13 @@ def m006_runs_index_stats(db: sqlite3.Connection) -> None:
     _execute(db, "ALTER TABLE runs ADD COLUMN index_stats_json TEXT")
 
 
+@migration
+def m007_cases_by_position(db: sqlite3.Connection) -> None:
+    # a run's cases are read in batches by position (store/streams.py): without this index
+    # each batch would scan and sort every case of the run
+    _execute(db, "CREATE INDEX cases_by_position ON cases (run_id, position)")
+
+
 # applying them --------------------------------------------------------------------------------
 def _columns(db: sqlite3.Connection) -> set[str]:
     return {row[1] for row in db.execute(f"PRAGMA table_info({TABLE})")}

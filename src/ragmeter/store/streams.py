@@ -20,6 +20,20 @@ from ragmeter.store import rows
 # enough that a batch of cases, answers and their scores stays a few tens of MB
 BATCH_CASES = 2_000
 
+# a batch of cases read by key (run, position > the last one read): served by the index
+# ``cases_by_position`` (migration m007), so no batch scans or sorts the run's cases
+PENDING_BATCH = (
+    "SELECT c.position, c.case_id, c.case_json FROM cases c"
+    " WHERE c.run_id=? AND c.position>? AND NOT EXISTS"
+    " (SELECT 1 FROM responses r WHERE r.run_id=c.run_id AND r.case_id=c.case_id)"
+    " ORDER BY c.position LIMIT ?"
+)
+ANSWERED_BATCH = (
+    "SELECT c.position, c.case_json, r.* FROM cases c"
+    " JOIN responses r ON r.run_id=c.run_id AND r.case_id=c.case_id"
+    " WHERE c.run_id=? AND c.position>? ORDER BY c.position LIMIT ?"
+)
+
 
 class RunStreams:
     """Batch reads and writes of a run's rows (mixed into ``RunStore``)."""
@@ -98,14 +112,7 @@ class RunStreams:
         last = -1
         while True:
             with self._errors(f"reading the unanswered cases of run {run_id}"):
-                found = self.db.execute(
-                    "SELECT c.position, c.case_id, c.case_json FROM cases c"
-                    " WHERE c.run_id=? AND c.position>? AND NOT EXISTS"
-                    " (SELECT 1 FROM responses r"
-                    "  WHERE r.run_id=c.run_id AND r.case_id=c.case_id)"
-                    " ORDER BY c.position LIMIT ?",
-                    (run_id, last, size),
-                ).fetchall()
+                found = self.db.execute(PENDING_BATCH, (run_id, last, size)).fetchall()
             if not found:
                 return
             last = int(found[-1]["position"])
@@ -120,12 +127,7 @@ class RunStreams:
         last = -1
         while True:
             with self._errors(f"reading the answers of run {run_id}"):
-                found = self.db.execute(
-                    "SELECT c.position, c.case_json, r.* FROM cases c"
-                    " JOIN responses r ON r.run_id=c.run_id AND r.case_id=c.case_id"
-                    " WHERE c.run_id=? AND c.position>? ORDER BY c.position LIMIT ?",
-                    (run_id, last, size),
-                ).fetchall()
+                found = self.db.execute(ANSWERED_BATCH, (run_id, last, size)).fetchall()
             if not found:
                 return
             last = int(found[-1]["position"])
