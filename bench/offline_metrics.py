@@ -76,6 +76,8 @@ def clear_text_caches() -> None:
         lexical.normalize_answer,
         lexical._keywords,
         lexical._source_indicators,
+        lexical.token_f1,
+        lexical._keyword_coverage_of,
     ):
         cached.cache_clear()
 

@@ -155,4 +155,4 @@ def tokenize(text: str) -> list[str]:
 
 
 def split_sentences(text: str) -> list[str]:
-    return [s.strip(" -*\t") for s in _SENTENCE_END.split(text) if s.strip(" -*\t")]
+    return [kept for s in _SENTENCE_END.split(text) if (kept := s.strip(" -*\t"))]

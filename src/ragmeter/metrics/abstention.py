@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from functools import lru_cache
+from typing import Any
 
 from ragmeter.metrics.assertions import number_within
 from ragmeter.metrics.base import Metric, MetricOutput, MetricSettings, SkipScore
 from ragmeter.metrics.lexical import normalize_answer, token_f1
+from ragmeter.metrics.shared import SharedDetails
 from ragmeter.metrics.textmatch import fact_stated, fold, index_text, numbers
 from ragmeter.models import Case, Response
 
@@ -61,7 +64,18 @@ SHORT_NON_ANSWERS = ("unknown", "n/a", "none", "null")
 def phrase_found(phrase: str, folded_answer: str) -> bool:
     """The phrase occurs in the folded answer, starting at a word start (so "no data" is not
     found in "piano data")."""
-    return re.search(rf"(?<!\w){re.escape(fold(phrase))}", folded_answer) is not None
+    return _phrase_pattern(phrase).search(folded_answer) is not None
+
+
+@lru_cache(maxsize=1024)
+def _phrase_pattern(phrase: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<!\w){re.escape(fold(phrase))}")
+
+
+@lru_cache(maxsize=64)
+def _any_phrase(phrases: tuple[str, ...]) -> re.Pattern[str]:
+    """Matches where any of ``phrases`` starts a match of :func:`phrase_found`."""
+    return re.compile(rf"(?<!\w)(?:{'|'.join(re.escape(fold(p)) for p in phrases)})")
 
 
 def short_non_answer(folded_answer: str) -> str | None:
@@ -87,9 +101,11 @@ def detect_abstention(response: Response, phrases: tuple[str, ...] = ()) -> tupl
     answer = fold(response.answer)
     if not answer:
         return True, "empty answer"
-    for phrase in phrases or DEFAULT_PHRASES:
-        if phrase_found(phrase, answer):
-            return True, f"phrase: {phrase}"
+    phrases = phrases or DEFAULT_PHRASES
+    if _any_phrase(phrases).search(answer):  # then the first phrase of the list that occurs
+        for phrase in phrases:
+            if phrase_found(phrase, answer):
+                return True, f"phrase: {phrase}"
     word = short_non_answer(answer)
     if word is not None:
         return True, f"short non-answer: {word}"
@@ -107,6 +123,11 @@ def classify_answer(case: Case, response: Response, phrases: tuple[str, ...] = (
     """
     if detect_abstention(response, phrases)[0]:
         return "DON'T KNOW"
+    return _answered_class(case, response)
+
+
+def _answered_class(case: Case, response: Response) -> str:
+    """``classify_answer`` of a response that did not abstain."""
     if not case.answerable:
         return "WRONG"
     reference = case.reference_answer or ""
@@ -129,6 +150,16 @@ def classify_answer(case: Case, response: Response, phrases: tuple[str, ...] = (
 def abstention_metrics(settings: MetricSettings) -> list[Metric]:
     phrases = settings.abstention_phrases
 
+    # the last response's abstention, read by the class metrics and three others
+    last_detected: list[tuple[Response, tuple[bool, str]]] = []
+
+    def detected(response: Response) -> tuple[bool, str]:
+        memo = last_detected[0] if last_detected else None
+        if memo is None or memo[0] is not response:
+            memo = (response, detect_abstention(response, phrases))
+            last_detected[:] = [memo]
+        return memo[1]
+
     # the six class metrics read one classification per case: scoring goes case by case, so
     # the last case's class (or why it has none) is kept, keyed by the objects themselves
     last: list[tuple[Case, Response, str | SkipScore]] = []
@@ -137,7 +168,9 @@ def abstention_metrics(settings: MetricSettings) -> list[Metric]:
         memo = last[0] if last else None
         if memo is None or memo[0] is not case or memo[1] is not response:
             try:
-                found: str | SkipScore = classify_answer(case, response, phrases)
+                found: str | SkipScore = (
+                    "DON'T KNOW" if detected(response)[0] else _answered_class(case, response)
+                )
             except SkipScore as skip:
                 found = skip
             memo = (case, response, found)
@@ -146,24 +179,32 @@ def abstention_metrics(settings: MetricSettings) -> list[Metric]:
             raise SkipScore(str(memo[2]))
         return memo[2]
 
+    # a class and an abstention's detection have few values: their details are shared
+    shared = SharedDetails()
+
     def share_of(label: str) -> Callable[[Case, Response], MetricOutput]:
         def compute(case: Case, response: Response) -> MetricOutput:
             found = classified(case, response)
-            return float(found == label), {"class": found}
+            return float(found == label), shared.get(("class", found), lambda: {"class": found})
 
         return compute
 
     def behaved(case: Case, response: Response) -> MetricOutput:
-        abstained, how = detect_abstention(response, phrases)
-        return float(abstained != case.answerable), {"abstained": abstained, "detected_by": how}
+        abstained, how = detected(response)
+        return float(abstained != case.answerable), shared.get(
+            ("abstained", abstained, how), lambda: {"abstained": abstained, "detected_by": how}
+        )
+
+    def detected_by(how: str) -> dict[str, Any]:
+        return shared.get(("detected_by", how), lambda: {"detected_by": how})
 
     def abstained_value(case: Case, response: Response) -> MetricOutput:
-        abstained, how = detect_abstention(response, phrases)
-        return float(abstained), {"detected_by": how}
+        abstained, how = detected(response)
+        return float(abstained), detected_by(how)
 
     def answered_value(case: Case, response: Response) -> MetricOutput:
-        abstained, how = detect_abstention(response, phrases)
-        return float(not abstained), {"detected_by": how}
+        abstained, how = detected(response)
+        return float(not abstained), detected_by(how)
 
     return [
         Metric(

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from ragmeter.metrics.base import Metric, MetricOutput, MetricSettings, SkipScore
 from ragmeter.metrics.markers import strip_markers
 from ragmeter.metrics.retrieval import all_passages, case_level, matches
+from ragmeter.metrics.shared import SharedDetails
 from ragmeter.metrics.textmatch import content_tokens, fold
 from ragmeter.models import Case, Citation, GoldPassage, Response, RetrievedChunk
 from ragmeter.text import split_sentences
@@ -84,10 +85,40 @@ def citations_of(response: Response) -> tuple[list[Citation], bool]:
     return marker_citations(response), True
 
 
+class _LastCited:
+    """The last response's citations (``citations_of``) and, once asked, the same citations
+    anchored (``_anchored``), never changed by the metrics that read them: the citation metrics
+    of a case read them once. The response is held, so the identity check cannot be fooled; one
+    tuple, replaced whole."""
+
+    def __init__(self) -> None:
+        self.last: tuple[Response | None, list[Citation], list[Citation] | None] = (None, [], None)
+
+    def __call__(self, response: Response) -> list[Citation]:
+        last = self.last
+        if last[0] is response:
+            return last[1]
+        citations = citations_of(response)[0]
+        self.last = (response, citations, None)
+        return citations
+
+    def anchored(self, response: Response) -> list[Citation]:
+        last = self.last
+        if last[0] is response and last[2] is not None:
+            return last[2]
+        citations = last[1] if last[0] is response else citations_of(response)[0]
+        anchored = [_anchored(c, response) for c in citations]
+        self.last = (response, citations, anchored)
+        return anchored
+
+
+_citations = _LastCited()
+
+
 def _cited(response: Response) -> list[Citation]:
     """The citations, possibly none; skip when the target reports no citations and the answer
     has no marker."""
-    citations, _ = citations_of(response)
+    citations = _citations(response)
     if not citations and not response.has("citations"):
         raise SkipScore("target did not report citations and the answer has no citation markers")
     return citations
@@ -101,8 +132,20 @@ def _need_citations(response: Response) -> list[Citation]:
     return citations
 
 
+_SHARED = SharedDetails()
+
+
 def _source(response: Response) -> dict[str, str]:
-    return {} if response.citations else {"citations_from": "answer markers"}
+    if response.citations:
+        return {}
+    return _SHARED.get("markers", lambda: {"citations_from": "answer markers"})
+
+
+def _leveled(level: str, response: Response) -> dict[str, str]:
+    """``{"level": level, **_source(response)}``, shared by the scores."""
+    return _SHARED.get(
+        (level, bool(response.citations)), lambda: {"level": level, **_source(response)}
+    )
 
 
 def _form(case: Case, response: Response) -> MetricOutput:
@@ -143,11 +186,11 @@ def _gold(case: Case, settings: MetricSettings) -> list[GoldPassage]:
 def _precision(settings: MetricSettings) -> Callable[[Case, Response], MetricOutput]:
     def compute(case: Case, response: Response) -> MetricOutput:
         gold = _gold(case, settings)
-        citations = _need_citations(response)
+        _need_citations(response)
         level = case_level(gold)
-        cited = [_anchored(c, response) for c in citations]
+        cited = _citations.anchored(response)
         hits = [any(matches(p, c, level) for p in gold) for c in cited]
-        return sum(hits) / len(hits), {"level": level, **_source(response)}
+        return sum(hits) / len(hits), _leveled(level, response)
 
     return compute
 
@@ -156,9 +199,10 @@ def _recall(settings: MetricSettings) -> Callable[[Case, Response], MetricOutput
     def compute(case: Case, response: Response) -> MetricOutput:
         gold = _gold(case, settings)
         level = case_level(gold)
-        citations = [_anchored(c, response) for c in _cited(response)]
+        _cited(response)
+        citations = _citations.anchored(response)
         cited = [any(matches(p, c, level) for c in citations) for p in gold]
-        return sum(cited) / len(cited), {"level": level, **_source(response)}
+        return sum(cited) / len(cited), _leveled(level, response)
 
     return compute
 
@@ -184,8 +228,9 @@ def _section(settings: MetricSettings) -> Callable[[Case, Response], MetricOutpu
         gold = [p for p in _gold(case, settings) if p.rel_path]
         if not gold:
             raise SkipScore("gold passages carry no rel_path/heading_path")
-        citations = _need_citations(response)
-        hits = [any(matches(p, _anchored(c, response), "anchor") for p in gold) for c in citations]
+        _need_citations(response)
+        anchored = _citations.anchored(response)
+        hits = [any(matches(p, c, "anchor") for p in gold) for c in anchored]
         return sum(hits) / len(hits), _source(response)
 
     return compute

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import re
 import string
-from collections import Counter
 from functools import lru_cache
+from typing import Any
 
 from ragmeter.metrics.base import Metric, MetricOutput, MetricSettings, SkipScore
 from ragmeter.metrics.textmatch import index_text, numbers, phrase_present, words
@@ -34,17 +34,32 @@ def exact_match_strict(prediction: str, reference: str) -> float:
     return float(" ".join(prediction.lower().split()) == " ".join(reference.lower().split()))
 
 
+@lru_cache(maxsize=1024)  # read by token_f1 and by the abstention classes of each case
 def token_f1(prediction: str, reference: str) -> float:
     predicted = normalize_answer(prediction).split()
     expected = normalize_answer(reference).split()
     if not predicted or not expected:
         return float(predicted == expected)
-    common = sum((Counter(predicted) & Counter(expected)).values())
+    common = _common_tokens(predicted, expected)
     if common == 0:
         return 0.0
     precision = common / len(predicted)
     recall = common / len(expected)
     return 2 * precision * recall / (precision + recall)
+
+
+def _common_tokens(predicted: list[str], expected: list[str]) -> int:
+    """The size of the multiset intersection (``Counter(predicted) & Counter(expected)``)."""
+    left: dict[str, int] = {}
+    for token in expected:
+        left[token] = left.get(token, 0) + 1
+    common = 0
+    for token in predicted:
+        count = left.get(token)
+        if count:
+            left[token] = count - 1
+            common += 1
+    return common
 
 
 _CAPITALISED = re.compile(r"\b[A-Z][\w-]*(?:\s+(?:[A-Z][\w-]*|\d[\d.,%]*))*")
@@ -77,11 +92,17 @@ def _keywords(text: str) -> tuple[str, ...]:
 
 def keyword_coverage(prediction: str, reference: str) -> tuple[float, list[str]] | None:
     """(matched share, missing keywords); None when the reference has no keywords."""
-    expected = keywords(reference)
+    found = _keyword_coverage_of(prediction, reference)
+    return None if found is None else (found[0], list(found[1]))
+
+
+@lru_cache(maxsize=1024)  # read by keyword_coverage and answer_completeness of each case
+def _keyword_coverage_of(prediction: str, reference: str) -> tuple[float, tuple[str, ...]] | None:
+    expected = _keywords(reference)
     if not expected:
         return None
     answer = index_text(prediction)
-    missing = [k for k in expected if not phrase_present(k, answer)]
+    missing = tuple(k for k in expected if not phrase_present(k, answer))
     return 1.0 - len(missing) / len(expected), missing
 
 
@@ -106,18 +127,29 @@ def _token_f1(case: Case, response: Response) -> MetricOutput:
     return token_f1(response.answer, case.reference_answer or "")
 
 
+# the details most cases get, one dict each for every score that has them (never changed once
+# made: the run store writes a shared dict's JSON once)
+_NOTHING_MISSING: dict[str, Any] = {"missing": []}
+_NO_INDICATORS: dict[str, Any] = {"indicators": []}
+_COMPLETE: dict[str, Any] = {"length_score": 1.0, "keyword_score": 1.0}
+
+
+def _missing(missing: list[Any]) -> dict[str, Any]:
+    return {"missing": missing} if missing else _NOTHING_MISSING
+
+
 def _keyword_coverage(case: Case, response: Response) -> MetricOutput:
     result = keyword_coverage(response.answer, case.reference_answer or "")
     if result is None:
         raise SkipScore("reference answer has no keywords")
-    return result[0], {"missing": result[1]}
+    return result[0], _missing(result[1])
 
 
 def _number_match(case: Case, response: Response) -> MetricOutput:
     result = number_match(response.answer, case.reference_answer or "")
     if result is None:
         raise SkipScore("reference answer has no numbers")
-    return result[0], {"missing": result[1]}
+    return result[0], _missing(result[1])
 
 
 def _completeness(case: Case, response: Response) -> MetricOutput:
@@ -126,8 +158,10 @@ def _completeness(case: Case, response: Response) -> MetricOutput:
     length_score = (
         min(len(response.answer.split()) / expected_words, 1.0) if expected_words else 1.0
     )
-    coverage = keyword_coverage(response.answer, reference)
+    coverage = _keyword_coverage_of(response.answer, reference)
     keyword_score = coverage[0] if coverage is not None else 1.0
+    if length_score == 1.0 and keyword_score == 1.0:
+        return 1.0, _COMPLETE
     return (length_score + keyword_score) / 2, {
         "length_score": length_score,
         "keyword_score": keyword_score,
@@ -145,7 +179,7 @@ def _source_indicators(answer: str) -> tuple[str, ...]:
 
 def _source_citation(case: Case, response: Response) -> MetricOutput:
     found = list(_source_indicators(response.answer.lower()))
-    return min(len(found) / 3.0, 1.0), {"indicators": found}
+    return min(len(found) / 3.0, 1.0), {"indicators": found} if found else _NO_INDICATORS
 
 
 def lexical_metrics(_: MetricSettings) -> list[Metric]:

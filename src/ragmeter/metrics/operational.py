@@ -18,6 +18,7 @@ from typing import Any
 
 from ragmeter.metrics.base import Metric, MetricOutput
 from ragmeter.metrics.retrieval import all_passages, case_level, matches
+from ragmeter.metrics.shared import SharedDetails
 from ragmeter.models import Case, CaseResult, GoldPassage, Response
 
 # error types that are timeouts: the HTTP request's, the per-case limit's, and a Python
@@ -56,10 +57,18 @@ def is_empty(response: Response) -> bool:
     return not response.answer.strip() and response.abstained is not True
 
 
+_ERROR_TYPES = SharedDetails()
+
+
+def error_type_details(error_type: str | None) -> dict[str, Any]:
+    """``{"error_type": error_type}``, one dict per error type (shared by the scores)."""
+    return _ERROR_TYPES.get(error_type, lambda: {"error_type": error_type})
+
+
 def _timeout(_: Case, result: CaseResult) -> MetricOutput:
-    return float(result.status != "ok" and result.error_type in TIMEOUT_ERRORS), {
-        "error_type": result.error_type
-    }
+    return float(result.status != "ok" and result.error_type in TIMEOUT_ERRORS), (
+        error_type_details(result.error_type)
+    )
 
 
 def _empty(_: Case, result: CaseResult) -> MetricOutput:

@@ -25,6 +25,7 @@ from typing import Any
 from ragmeter.metrics.base import Metric, MetricOutput, MetricSettings
 from ragmeter.metrics.ir import Measure, query_measures
 from ragmeter.metrics.ir.query import measure_plan
+from ragmeter.metrics.shared import SharedDetails
 from ragmeter.models import (
     HEADING_DELIMITER,
     Case,
@@ -131,11 +132,10 @@ def ranked_chunks(response: Response) -> list[RetrievedChunk]:
 def judge_case(case: Case, response: Response, require_snippet: bool = False) -> Judged:
     passages = all_passages(case)
     level = case_level(passages)
+    keyed = [(p, key) for p in passages if (key := passage_key(p, level)) is not None]
     qrel: dict[str, int] = {}
-    for passage in passages:
-        key = passage_key(passage, level)
-        if key is not None:
-            qrel[key] = max(qrel.get(key, passage.grade), passage.grade)
+    for passage, key in keyed:
+        qrel[key] = max(qrel.get(key, passage.grade), passage.grade)
     ranked: list[str] = []
     seen: set[str] = set()
     for position, chunk in enumerate(ranked_chunks(response)):
@@ -143,13 +143,10 @@ def judge_case(case: Case, response: Response, require_snippet: bool = False) ->
             if chunk.doc_id in seen:
                 continue  # a document counts once, at its first rank
             seen.add(chunk.doc_id or f"~{position}")
-        candidates = [
-            p
-            for p in passages
-            if passage_key(p, level) is not None and matches(p, chunk, level, require_snippet)
-        ]
-        candidates.sort(key=lambda p: -p.grade)
-        key = next((k for p in candidates if (k := passage_key(p, level)) not in ranked), None)
+        candidates = [(p, k) for p, k in keyed if matches(p, chunk, level, require_snippet)]
+        if len(candidates) > 1:
+            candidates.sort(key=lambda pk: -pk[0].grade)
+        key = next((k for _, k in candidates if k not in ranked), None)
         ranked.append(key if key is not None else f"~unjudged~{position}")
     return Judged(level, ranked, qrel)
 
@@ -161,40 +158,53 @@ class CaseMemo:
     def __init__(self, settings: MetricSettings, measures: list[Measure]) -> None:
         self.settings = settings
         self.measures = measures
-        self._case: Case | None = None  # held, so the identity check below cannot be fooled
-        self._response: Response | None = None
-        self._value: tuple[dict[str, float], Level] = ({}, "chunk")
+        # (case, response, (values, details)): the objects are held, so the identity check
+        # below cannot be fooled; one tuple, replaced whole, so a reader never mixes two cases
+        self._last: tuple[Case | None, Response | None, tuple[dict[str, float], dict[str, Any]]]
+        self._last = (None, None, ({}, {"level": "chunk"}))
         self._details: dict[Level, dict[str, Any]] = {}
         self._plan = measure_plan(measures)  # each measure's declaration, looked up once
 
     def details(self) -> dict[str, Any]:
         """The details of the last case's scores: ``{"level": ...}``, one dict per level for
         the run's scores (never changed once made), so the store writes its JSON once."""
-        level = self._value[1]
+        return self._last[2][1]
+
+    def _details_of(self, level: Level) -> dict[str, Any]:
         found = self._details.get(level)
         if found is None:
             found = self._details[level] = {"level": level}
         return found
 
+    def scored(self, case: Case, response: Response) -> tuple[dict[str, float], dict[str, Any]]:
+        """(the case's measures, the details of its scores)."""
+        last = self._last
+        if last[0] is case and last[1] is response:
+            return last[2]
+        judged = judge_case(case, response, self.settings.require_snippet)
+        values = query_measures(
+            judged.ranked,
+            judged.qrel,
+            self.measures,
+            self.settings.relevance_level,
+            self.settings.ndcg_gain,
+            plan=self._plan,
+        )
+        found = (values, self._details_of(judged.level))
+        self._last = (case, response, found)
+        return found
+
     def __call__(self, case: Case, response: Response) -> tuple[dict[str, float], Level]:
-        if case is not self._case or response is not self._response:
-            judged = judge_case(case, response, self.settings.require_snippet)
-            values = query_measures(
-                judged.ranked,
-                judged.qrel,
-                self.measures,
-                self.settings.relevance_level,
-                self.settings.ndcg_gain,
-                plan=self._plan,
-            )
-            self._case, self._response, self._value = case, response, (values, judged.level)
-        return self._value
+        values, details = self.scored(case, response)
+        return values, details["level"]
 
 
 def measure_reader(memo: CaseMemo, label: str) -> Callable[[Case, Response], MetricOutput]:
+    scored = memo.scored
+
     def compute(case: Case, response: Response) -> MetricOutput:
-        values, _ = memo(case, response)
-        return values[label], memo.details()
+        values, details = scored(case, response)
+        return values[label], details
 
     return compute
 
@@ -208,18 +218,43 @@ def _groups_found(case: Case, response: Response, k: int, require_snippet: bool)
     ]
 
 
-def _recall_any(k: int, require_snippet: bool) -> Callable[[Case, Response], MetricOutput]:
+# the support groups found in the top k, and the details of their scores
+Found = tuple[list[bool], dict[str, int]]
+
+
+class GroupsMemo:
+    """The last case's support groups found in the top k, for each k asked, with their details
+    (``recall_any_at_k`` and ``recall_all_at_k`` read the same ones). The case and response are
+    held, so the identity check cannot be fooled; one tuple, replaced whole."""
+
+    def __init__(self, require_snippet: bool) -> None:
+        self.require_snippet = require_snippet
+        self._last: tuple[Case | None, Response | None, dict[int, Found]]
+        self._last = (None, None, {})
+
+    def found(self, case: Case, response: Response, k: int) -> Found:
+        last = self._last
+        if last[0] is not case or last[1] is not response:
+            last = self._last = (case, response, {})
+        known = last[2].get(k)
+        if known is None:
+            found = _groups_found(case, response, k, self.require_snippet)
+            known = last[2][k] = (found, {"groups_found": sum(found), "groups": len(found)})
+        return known
+
+
+def _recall_any(k: int, memo: GroupsMemo) -> Callable[[Case, Response], MetricOutput]:
     def compute(case: Case, response: Response) -> MetricOutput:
-        found = _groups_found(case, response, k, require_snippet)
-        return float(any(found)), {"groups_found": sum(found), "groups": len(found)}
+        found, details = memo.found(case, response, k)
+        return float(any(found)), details
 
     return compute
 
 
-def _recall_all(k: int, require_snippet: bool) -> Callable[[Case, Response], MetricOutput]:
+def _recall_all(k: int, memo: GroupsMemo) -> Callable[[Case, Response], MetricOutput]:
     def compute(case: Case, response: Response) -> MetricOutput:
-        found = _groups_found(case, response, k, require_snippet)
-        return float(all(found)), {"groups_found": sum(found), "groups": len(found)}
+        found, details = memo.found(case, response, k)
+        return float(all(found)), details
 
     return compute
 
@@ -237,11 +272,14 @@ def _scope_miss(case: Case, response: Response) -> MetricOutput:
 
 
 def _attribution_hit(settings: MetricSettings) -> Callable[[Case, Response], MetricOutput]:
+    shared = SharedDetails()
+
     def compute(case: Case, response: Response) -> MetricOutput:
         supports = [p for p in all_passages(case) if p.grade >= settings.relevance_level]
         level = case_level(supports or all_passages(case))
         hit = any(matches(p, c, level) for p in supports for c in response.citations)
-        return float(hit), {"level": level, "citations": len(response.citations)}
+        count = len(response.citations)
+        return float(hit), shared.get((level, count), lambda: {"level": level, "citations": count})
 
     return compute
 
@@ -297,12 +335,12 @@ def retrieval_metrics(settings: MetricSettings) -> list[Metric]:
             kind="proportion",
         ),
     ]
-    snippet = settings.require_snippet
+    groups = GroupsMemo(settings.require_snippet)
     metrics += [
         Metric(
             f"recall_any_at_{k}",
             "retrieval",
-            _recall_any(k, snippet),
+            _recall_any(k, groups),
             ("support_groups", "retrieved"),
             description=f"multi-hop: 1 if the top {k} hold evidence for any support group",
             kind="binary",
@@ -313,7 +351,7 @@ def retrieval_metrics(settings: MetricSettings) -> list[Metric]:
         Metric(
             f"recall_all_at_{k}",
             "retrieval",
-            _recall_all(k, snippet),
+            _recall_all(k, groups),
             ("support_groups", "retrieved"),
             description=f"multi-hop: 1 if the top {k} hold evidence for every support group",
             kind="binary",
