@@ -293,7 +293,8 @@ def score_run(
     batch = batch or streams.BATCH_CASES
     metrics = run_metrics(config, run_id)
     store.clear_scores(run_id)
-    prepare_whole_run(store, run_id, metrics, batch)
+    if store.counts(run_id)["answered"] > batch:  # in one batch, prepare sees the whole run
+        prepare_whole_run(store, run_id, metrics, batch)
     tally = PerformanceTally()
     with ScoreColumns(metrics, config.breakdowns) as columns:
         for cases, results in store.answered_batches(run_id, batch):
