@@ -286,3 +286,51 @@ def test_each_batch_is_read_by_index_without_sorting_the_run(tmp_path, query):
         store.close()
     assert "cases_by_position (run_id=? AND position>?)" in plan, plan
     assert "TEMP B-TREE" not in plan, plan
+
+
+def test_traces_written_from_batches_equal_those_from_the_whole_run(tmp_path, monkeypatch):
+    dataset, replay = _replay_files(tmp_path, 1)
+    lines = replay.read_text(encoding="utf-8").splitlines()
+    for i in (3, 40, 85):  # failed answers: a trace each
+        case_id = json.loads(lines[i])["case_id"]
+        lines[i] = json.dumps({"case_id": case_id, "error_type": "http_500", "error_message": "x"})
+    replay.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    traced: list[dict[str, str]] = []
+    for size in (1000, 10):
+        monkeypatch.setattr(streams, "BATCH_CASES", size)
+        folder = tmp_path / f"traces-{size}"
+        result = CliRunner().invoke(
+            main,
+            [
+                "eval",
+                "--dataset",
+                str(dataset),
+                "--target",
+                f"replay:{replay}",
+                "--metrics",
+                ",".join(FAMILIES),
+                "--save-trace",
+                str(folder),
+                "--no-progress",
+            ],
+        )
+        assert result.exit_code in (0, 1), result.output
+        assert "traces: " in result.output and "failed case(s)" in result.output
+        traced.append(
+            {
+                path.name.split("-")[0]: "\n".join(
+                    json.dumps(
+                        {
+                            k: v
+                            for k, v in json.loads(line).items()
+                            if k not in ("run_id", "latency_ms")
+                        }
+                    )
+                    for line in path.read_text(encoding="utf-8").splitlines()
+                )
+                for path in folder.glob("*.jsonl")
+            }
+        )
+    assert traced[0] == traced[1]
+    assert traced[0]["operational"].count('"http_500"') >= 3

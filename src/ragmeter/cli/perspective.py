@@ -61,15 +61,13 @@ seed003_options = option_group(
 def write_outputs(outcome: RunOutcome, save_trace: str | None) -> None:
     """Write the Markdown report beside the run file, and the traces when asked."""
     from ragmeter.reports.markdown import write_markdown
-    from ragmeter.reports.traces import write_traces
+    from ragmeter.reports.traces import write_trace_batches
 
     if outcome.run_file is not None:
         path = write_markdown(outcome.record, outcome.run_file)
         console.print(Text(f"report {path}"), highlight=False)
     if save_trace is not None:
-        written, failed = write_traces(
-            save_trace, outcome.record, outcome.cases, outcome.results, outcome.scores
-        )
+        written, failed = write_trace_batches(save_trace, outcome.record, outcome.batches())
         files = ", ".join(f"{path} ({count})" for path, count in written.items())
         line = (
             f"traces: {failed} failed case(s) in {files}" if written else "traces: no case failed"

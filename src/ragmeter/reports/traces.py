@@ -24,9 +24,10 @@ from __future__ import annotations
 import json
 import operator
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from ragmeter.metrics.base import perspective_of
 from ragmeter.models import Case, CaseResult, RunRecord, Score, TargetResult
@@ -173,14 +174,29 @@ def write_traces(
 ) -> tuple[dict[Path, int], int]:
     """Write the failed cases' traces, a file per perspective with a failure: each file with
     how many lines it holds (none written: no case failed), and how many cases failed."""
-    by_file: dict[Path, list[dict[str, Any]]] = defaultdict(list)
-    traces = failed_case_traces(record, cases, results, scores)
-    for trace in traces:
-        by_file[trace_path(folder, record, trace["perspective"])].append(trace)
-    for path, lines in by_file.items():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("w", encoding="utf-8") as out:
-            for trace in lines:
+    return write_trace_batches(folder, record, [(cases, results, scores)])
+
+
+def write_trace_batches(
+    folder: Path | str,
+    record: RunRecord,
+    batches: Iterable[tuple[list[Case], list[CaseResult], list[Score]]],
+) -> tuple[dict[Path, int], int]:
+    """:func:`write_traces` over a run's batches of cases, answers and scores (a large run is
+    never held at once); each file is written as its first trace comes."""
+    counts: dict[Path, int] = {}
+    failed_cases = 0
+    with ExitStack() as files:
+        opened: dict[Path, TextIO] = {}
+        for cases, results, scores in batches:
+            traces = failed_case_traces(record, cases, results, scores)
+            failed_cases += len({trace["case_id"] for trace in traces})
+            for trace in traces:
+                path = trace_path(folder, record, trace["perspective"])
+                out = opened.get(path)
+                if out is None:
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    out = opened[path] = files.enter_context(path.open("w", encoding="utf-8"))
                 out.write(json.dumps(trace, ensure_ascii=False) + "\n")
-    counts = {path: len(lines) for path, lines in sorted(by_file.items())}
-    return counts, len({trace["case_id"] for trace in traces})
+                counts[path] = counts.get(path, 0) + 1
+    return dict(sorted(counts.items())), failed_cases

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeoutError
 from itertools import chain
@@ -128,6 +128,20 @@ class RunOutcome:
         if self._cases is None:
             self._cases = self._read(lambda store: store.get_cases(self.record.id))
         return self._cases
+
+    def batches(self) -> Iterator[tuple[list[Case], list[CaseResult], list[Score]]]:
+        """The run's cases with their answers and scores, a batch at a time (from the store,
+        unless they are already held)."""
+        if self._cases is not None and self._results is not None and self._scores is not None:
+            yield self._cases, self._results, self._scores
+            return
+        if self.store is None or self.store == ":memory:":
+            raise RagmeterError(f"run {self.record.id}: its store is gone (an in-memory store)")
+        store = RunStore(self.store, create=False)
+        try:
+            yield from store.scored_batches(self.record.id)
+        finally:
+            store.close()
 
     def load(self, store: RunStore) -> RunOutcome:
         """Read the cases, answers and scores now, from ``store``."""

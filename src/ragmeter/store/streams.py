@@ -13,7 +13,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-from ragmeter.models import Case, CaseResult, RunRecord
+from ragmeter.models import Case, CaseResult, RunRecord, Score
 from ragmeter.store import rows
 
 # cases a batch holds when nothing else is said: big enough that per-batch costs vanish, small
@@ -133,6 +133,25 @@ class RunStreams:
             last = int(found[-1]["position"])
             cases = [rows.case_from_row(row, self.path, run_id) for row in found]
             yield cases, [rows.result_from_row(row) for row in found]
+
+    def scored_batches(
+        self, run_id: str, size: int | None = None
+    ) -> Iterator[tuple[list[Case], list[CaseResult], list[Score]]]:
+        """:meth:`answered_batches` with each batch's stored scores."""
+        for cases, results in self.answered_batches(run_id, size):
+            ids = [case.case_id for case in cases]
+            scores: list[Score] = []
+            with self._errors(f"reading the scores of run {run_id}"):
+                for start in range(0, len(ids), 500):  # under SQLite's parameter limit
+                    chunk = ids[start : start + 500]
+                    marks = ", ".join("?" * len(chunk))
+                    found = self.db.execute(
+                        f"SELECT * FROM scores WHERE run_id=? AND case_id IN ({marks})"
+                        " ORDER BY rowid",
+                        (run_id, *chunk),
+                    ).fetchall()
+                    scores.extend(rows.score_from_row(row) for row in found)
+            yield cases, results, scores
 
     def clear_scores(self, run_id: str) -> None:
         """Delete a run's scores in chunks, so other writers are not locked out for long."""
