@@ -298,6 +298,8 @@ def score_run(
     tally = PerformanceTally()
     with ScoreColumns(metrics, config.breakdowns) as columns:
         for cases, results in store.answered_batches(run_id, batch):
+            if columns.cases:  # the previous batch's cyclic garbage (paused_gc defers it)
+                gc.collect()
             priced = apply_prices(results, config.prices)
             scores = scorer(cases, results, metrics, stop)
             store.add_scores(run_id, scores)
@@ -306,7 +308,6 @@ def score_run(
                 sink(results, scores)
             tally.add(results, priced, cases)
             del scores, results, cases
-            gc.collect()  # the batch's cyclic garbage (paused_gc defers full collections)
         scorecard, breakdowns = aggregate_columns(
             columns, metrics, config.bootstrap_resamples, config.seed, config.failed_as
         )
