@@ -334,3 +334,110 @@ def test_traces_written_from_batches_equal_those_from_the_whole_run(tmp_path, mo
         )
     assert traced[0] == traced[1]
     assert traced[0]["operational"].count('"http_500"') >= 3
+
+
+def test_the_judge_cost_cap_holds_for_the_run_not_for_each_batch(tmp_path, monkeypatch):
+    from tests.test_judges_unit import JudgeServer, smart_judge
+
+    server = JudgeServer(smart_judge)
+    try:
+        dataset, replay = _replay_files(tmp_path, 1)
+        lines = dataset.read_text(encoding="utf-8").splitlines()[:8]
+        dataset.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        statuses, spent_by = {}, {}
+        for size in (2000, 2):
+            monkeypatch.setattr(streams, "BATCH_CASES", size)
+            config = EvalConfig.model_validate(
+                {
+                    **_config(tmp_path, dataset, replay, f"judged-{size}").model_dump(),
+                    "metrics": ["lexical"],
+                    "judge": f"{server.url}/v1#judge-model",
+                    "judge_tasks": ["answer_relevancy"],
+                    "max_judge_cost": 2.5,
+                    "prices": {"judge-model": {"input_per_1k": 1.0, "output_per_1k": 1.0}},
+                    "judge_api_key_env": None,
+                }
+            )
+            outcome = evaluate(config)
+            statuses[size] = [s.status for s in outcome.scores if s.metric == "answer_relevancy"]
+            with sqlite3.connect(config.store) as db:
+                spent = db.execute("SELECT SUM(cost_usd) FROM judge_calls").fetchone()[0]
+            spent_by[size] = spent
+        # batches of 2 used to get a fresh budget each: all 8 judged, $8 spent
+        assert "skipped" in statuses[2] and statuses[2].count("skipped") >= 3
+        assert spent_by[2] <= spent_by[2000] + 1.0
+    finally:
+        server.close()
+
+
+def test_a_replay_file_changed_after_it_was_checked_fails_its_cases(tmp_path):
+    from ragmeter.targets import TargetError
+    from ragmeter.targets.replay import read_recorded
+
+    replay = tmp_path / "answers.jsonl"
+    lines = [
+        json.dumps({"case_id": f"c{i}", "response": {"answer": f"answer of c{i}"}})
+        for i in range(4)
+    ]
+    replay.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    index = read_recorded(replay)
+    found = index.get("c2")
+    assert found is not None and found.record["response"]["answer"] == "answer of c2"
+    replay.write_text("\n".join(reversed(lines)) + "\n", encoding="utf-8")
+    with pytest.raises(TargetError, match=r"answers.jsonl:3: the replay file changed"):
+        index.get("c2")
+    index.close()
+
+
+def test_an_interrupted_scoring_pass_leaves_no_scores_to_read(tmp_path, monkeypatch):
+    from ragmeter.runner import scoring
+    from ragmeter.store.sqlite import RunStore
+
+    dataset, replay = _replay_files(tmp_path, 1)
+    monkeypatch.setattr(streams, "BATCH_CASES", 10)
+    real = scoring.score_results
+    calls = {"n": 0}
+
+    def stops_on_the_third_batch(*args: Any, **kwargs: Any) -> list[Score]:
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise scoring.ScoringStoppedError("c")
+        return real(*args, **kwargs)
+
+    config = _config(tmp_path, dataset, replay, "stopped")
+    from ragmeter.runner import executors
+
+    monkeypatch.setattr(executors, "score_results", stops_on_the_third_batch)
+    with pytest.raises(scoring.ScoringStoppedError):
+        evaluate(config)
+    store = RunStore(config.store)
+    try:
+        (run,) = store.list_runs()
+        assert run.status != "completed" and run.scorecard is None
+        assert store.get_scores(run.id) == []
+        assert store.db.execute("SELECT COUNT(*) FROM scores").fetchone()[0] == 0
+    finally:
+        store.close()
+
+
+def test_no_cases_is_refused_before_the_store_is_created(tmp_path):
+    config = EvalConfig(store=str(tmp_path / "runs.db"), output_dir=str(tmp_path / "runs"))
+    with pytest.raises(Exception, match="no cases to evaluate"):
+        evaluate(config, cases=[])
+    assert not (tmp_path / "runs.db").exists()
+
+
+def test_cases_stored_for_a_run_whose_row_could_not_be_written_are_removed(tmp_path, monkeypatch):
+    from ragmeter.store.sqlite import RunStore, StoreError
+
+    dataset, replay = _replay_files(tmp_path, 1)
+    config = _config(tmp_path, dataset, replay, "orphans")
+
+    def refuse(self: RunStore, *_: Any) -> None:
+        raise StoreError("database is locked")
+
+    monkeypatch.setattr(RunStore, "insert_run", refuse)
+    with pytest.raises(StoreError):
+        evaluate(config)
+    with sqlite3.connect(config.store) as db:
+        assert db.execute("SELECT COUNT(*) FROM cases").fetchone() == (0,)

@@ -18,6 +18,7 @@ refused with a message.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import tempfile
 from collections import defaultdict
@@ -281,9 +282,12 @@ class RunFileWriter:
     run is scored) followed by them. The file is the one ``RunFile.from_run(...).document()``
     gives, byte for byte."""
 
-    def __init__(self) -> None:
-        # open until finish() or close(): the cases of every batch scored so far
-        self._spool = tempfile.TemporaryFile("w+", encoding="utf-8")  # noqa: SIM115
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # open until finish() or close(): the cases of every batch scored so far, beside the
+        # run file (not in a temporary folder that may live in memory)
+        self._spool = tempfile.TemporaryFile("w+", encoding="utf-8", dir=path.parent)  # noqa: SIM115
         self._count = 0
 
     def add(self, results: list[CaseResult], scores: list[Score]) -> None:
@@ -292,17 +296,21 @@ class RunFileWriter:
             self._spool.write((", " if self._count else "") + json.dumps(case_document(case)))
             self._count += 1
 
-    def finish(self, record: RunRecord, path: Path) -> Path:
-        """Write the run file of ``record`` to ``path`` (its folder created if missing)."""
+    def finish(self, record: RunRecord) -> Path:
+        """Write the run file of ``record``: whole, or (a failure half way) not at all."""
         header = {"run_file_version": RUN_FILE_VERSION, **record.model_dump(mode="json")}
-        path.parent.mkdir(parents=True, exist_ok=True)
         self._spool.seek(0)
-        with path.open("w", encoding="utf-8") as out:
-            out.write(json.dumps({**header, "cases": []})[: -len("]}")])
-            shutil.copyfileobj(self._spool, out, _CHUNK)
-            out.write("]}")
-        self.close()
-        return path
+        partial = self.path.with_name(self.path.name + ".part")
+        try:
+            with partial.open("w", encoding="utf-8") as out:
+                out.write(json.dumps({**header, "cases": []})[: -len("]}")])
+                shutil.copyfileobj(self._spool, out, _CHUNK)
+                out.write("]}")
+            os.replace(partial, self.path)
+        finally:
+            partial.unlink(missing_ok=True)
+            self.close()
+        return self.path
 
     def close(self) -> None:
         self._spool.close()

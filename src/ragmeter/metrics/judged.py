@@ -119,15 +119,20 @@ class JudgedState:
         self.settings = judge
         self.outcomes: dict[tuple[str, str], Outcome] = {}  # (metric, case id) -> outcome
         self.session: JudgeSession | None = None  # the last session (tests read its counters)
+        # the run's spending against max_cost: one budget for all of the run's batches
+        self.budget = Budget(judge.max_cost if judge is not None else None)
 
     def _set(self, task: Task, case_id: str, outcome: Outcome) -> None:
         for metric in task.metric_names:
             self.outcomes[(metric, case_id)] = outcome
 
     def prepare(self, pairs: list[tuple[Case, Response]]) -> None:
+        """Judge a batch of the run (the outcomes of earlier batches are dropped: they have
+        been scored and stored)."""
         settings = self.settings
         if settings is None or settings.spec is None:
             return
+        self.outcomes.clear()
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragmeter-judge") as pool:
             pool.submit(lambda: asyncio.run(self._judge_all(pairs, settings))).result()
 
@@ -146,7 +151,7 @@ class JudgedState:
             store,
             use_cache=settings.use_cache,
             prices=settings.prices,
-            budget=Budget(settings.max_cost),
+            budget=self.budget,
             concurrency=settings.concurrency,
             run_id=settings.run_id,
             embed=embed,

@@ -118,9 +118,11 @@ class SemanticState:
                 self.bertscore[(answer, reference)] = bertscore(tokens[answer], tokens[reference])
 
     def prepare_similarity(self, pairs: list[tuple[Case, Response]]) -> None:
+        self.similarity.clear()  # an earlier batch's: scored and stored
         self.add_similarities(self.applicable(pairs))
 
     def prepare_bertscore(self, pairs: list[tuple[Case, Response]]) -> None:
+        self.bertscore.clear()
         self.add_bertscores(self.applicable(pairs))
 
 

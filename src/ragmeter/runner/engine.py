@@ -202,18 +202,23 @@ async def run_evaluation_async(
     preflight.check_headers(config)
     run_id = new_run_id()
     summary = CaseSummary()
+    named = target is not None or preflight.target_was_named(config)
+    checked = False
     if resume is None:
-        # a small dataset is read and checked whole before anything is written
+        # a dataset of one batch is read and checked whole before anything is written
         batches = case_batches(config, cases)
         first = next(batches, [])
-        batches = chain([first], batches)
+        second = next(batches, None)
+        if second is None:
+            config = check_new_cases(config, CaseSummary.of(first), named)
+            checked = True
+        batches = chain([first], [second] if second is not None else [], batches)
     store = RunStore(config.store)
     try:
         if resume is None:
-            named = target is not None or preflight.target_was_named(config)
             summary = store_new_cases(store, run_id, batches)
-            preflight.check_cases(config, summary, target_named=named)
-            config = preflight.with_carried_corpus(config, summary, target_named=named)
+            if not checked:
+                config = check_new_cases(config, summary, named)
         else:
             record = store.get_run(resume)
             if record.status == "completed":
@@ -249,7 +254,7 @@ async def run_evaluation_async(
                 if on_start is not None:
                     on_start(record, pending)
                 stage = "asking"
-                writer = RunFileWriter()
+                writer = RunFileWriter(run_file_path(record, config))
                 try:
                     if record.index_stats is None:  # once per run (a resumed run has them)
                         await store_index_stats(target, store, record, config.case_timeout_s)
@@ -278,13 +283,20 @@ async def run_evaluation_async(
             if owns_target:
                 await target.aclose()
             executor.close()
-        run_file = writer.finish(final, run_file_path(final, config))
+        run_file = writer.finish(final)
         outcome = RunOutcome(final, run_file=run_file, store=config.store)
         return outcome.load(store) if config.store == ":memory:" else outcome
     finally:
-        if record is None and resume is None:
+        if resume is None:  # a no-op once the run row exists
             store.delete_orphan_cases(run_id)  # refused before the run was created
         store.close()
+
+
+def check_new_cases(config: EvalConfig, summary: CaseSummary, target_named: bool) -> EvalConfig:
+    """Refuse a run without cases or without a system to ask; the config with the corpus its
+    cases carry (``preflight.with_carried_corpus``)."""
+    preflight.check_cases(config, summary, target_named=target_named)
+    return preflight.with_carried_corpus(config, summary, target_named=target_named)
 
 
 async def ask_pending(

@@ -63,13 +63,13 @@ def rescore(
         store.copy_answers(source.id, record)
         if source.index_stats is not None:  # the index the answers came from
             store.save_index_stats(record.id, source.index_stats)
-        writer = RunFileWriter()
+        writer = RunFileWriter(run_file_path(record, config))
         try:
             final = score_run(store, record.id, config, sink=writer.add)
         except BaseException:
             writer.close()
             raise
-        run_file = writer.finish(final, run_file_path(final, config))
+        run_file = writer.finish(final)
         return RunOutcome(final, run_file=run_file, store=store_path)
     finally:
         store.close()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import gc
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import replace
 from typing import Any
 
@@ -274,6 +274,18 @@ def prepare_whole_run(store: RunStore, run_id: str, metrics: list[Metric], batch
             prepare(_answered_pairs(store, run_id, batch))
 
 
+@contextmanager
+def _cleared_on_failure(store: RunStore, run_id: str) -> Iterator[None]:
+    """A scoring pass that stops half way leaves no scores behind (best effort: a killed
+    process may leave some, which ``get_scores`` does not give for an unfinished run)."""
+    try:
+        yield
+    except BaseException:
+        with suppress(Exception):
+            store.clear_scores(run_id)
+        raise
+
+
 @paused_gc()
 def score_run(
     store: RunStore,
@@ -296,7 +308,7 @@ def score_run(
     if store.counts(run_id)["answered"] > batch:  # in one batch, prepare sees the whole run
         prepare_whole_run(store, run_id, metrics, batch)
     tally = PerformanceTally()
-    with ScoreColumns(metrics, config.breakdowns) as columns:
+    with ScoreColumns(metrics, config.breakdowns) as columns, _cleared_on_failure(store, run_id):
         for cases, results in store.answered_batches(run_id, batch):
             if columns.cases:  # the previous batch's cyclic garbage (paused_gc defers it)
                 gc.collect()
@@ -342,7 +354,7 @@ def score_run(
             run_id,
             store.get_cases(run_id),
             store.get_results(run_id),
-            store.get_scores(run_id),
+            store.get_scores(run_id, unfinished=True),
         )
     if config.judge:
         extras.performance["cost"]["judge"] = store.judge_cost(run_id)

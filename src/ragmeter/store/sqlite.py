@@ -394,10 +394,19 @@ class RunStore(RunStreams):
         if pages > 0:
             self.db.execute("PRAGMA wal_checkpoint(PASSIVE)")
 
-    def get_scores(self, run_id: str) -> list[Score]:
+    def get_scores(self, run_id: str, *, unfinished: bool = False) -> list[Score]:
+        """The scores of a completed run (none for a run whose scoring has not finished: an
+        interrupted pass may have stored some batches; ``unfinished`` reads them anyway, as
+        the spot check does while the run is being scored)."""
+        finished = (
+            ""
+            if unfinished
+            else " AND EXISTS (SELECT 1 FROM runs WHERE id=? AND status='completed')"
+        )
+        arguments = (run_id,) if unfinished else (run_id, run_id)
         with self._errors(f"reading the scores of run {run_id}"):
             found = self.db.execute(
-                "SELECT * FROM scores WHERE run_id=? ORDER BY rowid", (run_id,)
+                f"SELECT * FROM scores WHERE run_id=?{finished} ORDER BY rowid", arguments
             ).fetchall()
         return [rows.score_from_row(row) for row in found]
 

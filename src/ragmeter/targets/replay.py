@@ -12,9 +12,10 @@ as the same answer from a live target would; the message names file:line and fie
 
 from __future__ import annotations
 
+import os
 from array import array
 from pathlib import Path
-from typing import Any, BinaryIO, NamedTuple
+from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
@@ -26,6 +27,7 @@ from ragmeter.models import Case, Response
 from ragmeter.targets.base import TargetError
 
 _BOM = b"\xef\xbb\xbf"
+_READ = 1 << 16  # bytes read at a time for a recorded line (most fit in one read)
 
 
 class Recorded(NamedTuple):
@@ -53,7 +55,7 @@ class RecordedIndex:
         self.row: dict[str, int] = {}
         self.lines = array("q")
         self.offsets = array("q")
-        self._handle: BinaryIO | None = None
+        self._fd: int | None = None
 
     def __len__(self) -> int:
         return len(self.row)
@@ -70,23 +72,39 @@ class RecordedIndex:
         return self.lines[self.row[case_id]]
 
     def get(self, case_id: str) -> Recorded | None:
-        """The recorded line of ``case_id`` (None if the file has none)."""
+        """The recorded line of ``case_id`` (None if the file has none), read from the file
+        now: a file changed since it was checked fails the case, never answers for another."""
         row = self.row.get(case_id)
         if row is None:
             return None
-        if self._handle is None:
-            self._handle = self.path.open("rb")
-        self._handle.seek(self.offsets[row])
-        raw = self._handle.readline()
-        if self.offsets[row] == 0 and raw.startswith(_BOM):
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_RDONLY)
+        offset, line = self.offsets[row], self.lines[row]
+        raw = b""
+        while b"\n" not in raw:
+            part = os.pread(self._fd, _READ, offset + len(raw))
+            if not part:
+                break
+            raw += part
+        raw = raw.split(b"\n", 1)[0]
+        if offset == 0 and raw.startswith(_BOM):
             raw = raw[len(_BOM) :]
-        value, _ = loads_line(raw.decode("utf-8"))
-        return Recorded(self.lines[row], value)
+        try:
+            value, _ = loads_line(raw.decode("utf-8").removesuffix("\r"))
+        except (UnicodeDecodeError, InputError):
+            value = None
+        if not isinstance(value, dict) or _case_id(value) != case_id:
+            raise TargetError(
+                "replay_file_changed",
+                f"{self.path}:{line}: the replay file changed after it was checked (this line "
+                f"no longer holds case {case_id}); replay an unchanged file",
+            )
+        return Recorded(line, value)
 
     def close(self) -> None:
-        if self._handle is not None:
-            self._handle.close()
-            self._handle = None
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
 
 def read_recorded(path: Path) -> RecordedIndex:

@@ -137,6 +137,7 @@ class GroundingState:
     def prepare(self, pairs: list[tuple[Case, Response]]) -> None:
         """Embed in batches what the run needs: claims and context sentences (when the claim
         support uses an embedder), and the word-piece texts of every answer's alignment."""
+        self._alignments.clear()  # an earlier batch's
         self._prepare_alignments(pairs)
         self._prepare_nli(pairs)
         embedder = self.embedder()
