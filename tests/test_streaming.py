@@ -441,3 +441,51 @@ def test_cases_stored_for_a_run_whose_row_could_not_be_written_are_removed(tmp_p
         evaluate(config)
     with sqlite3.connect(config.store) as db:
         assert db.execute("SELECT COUNT(*) FROM cases").fetchone() == (0,)
+
+
+class _SlowFirstTarget:
+    """Holds case c0 until a case of the next batch has started: with batches asked one after
+    the other it would wait forever (the test gives up after 10 s)."""
+
+    name = "slow-first"
+
+    def __init__(self) -> None:
+        import asyncio
+
+        self.started: list[str] = []
+        self.next_batch_started = asyncio.Event()
+
+    async def preflight(self) -> dict[str, Any]:
+        return {}
+
+    async def query(self, case: Case) -> Any:
+        import asyncio
+
+        from ragmeter.models import Response
+
+        self.started.append(case.case_id)
+        if case.case_id == "c12":
+            self.next_batch_started.set()
+        if case.case_id == "c0":
+            await asyncio.wait_for(self.next_batch_started.wait(), timeout=10)
+        return Response(answer=f"answer {case.case_id}")
+
+    async def aclose(self) -> None:
+        return None
+
+
+def test_a_slow_case_does_not_hold_up_the_next_batch(tmp_path, monkeypatch):
+    monkeypatch.setattr(streams, "BATCH_CASES", 10)
+    cases = [Case(case_id=f"c{i}", question=f"question {i}?") for i in range(30)]
+    target = _SlowFirstTarget()
+    config = EvalConfig(
+        store=str(tmp_path / "runs.db"),
+        output_dir=str(tmp_path / "runs"),
+        metrics=["lexical"],
+        concurrency=4,
+        progress=False,
+        bootstrap_resamples=20,
+    )
+    outcome = evaluate(config, cases=cases, target=target)
+    assert [r.status for r in outcome.results] == ["ok"] * 30
+    assert target.started.index("c12") < len(target.started) - 1

@@ -307,14 +307,19 @@ async def ask_pending(
     pending: int,
     on_progress: ProgressHook | None,
 ) -> None:
-    """Ask the run's unanswered cases, a batch at a time (progress counts over all of them)."""
+    """Ask the run's unanswered cases, read from the store a batch at a time: as one stream
+    (no worker waits at a batch's end), or ``executor.window`` cases a call (Ray)."""
+    if executor.window is None:
+        stream = (case for batch in store.pending_batches(run_id) for case in batch)
+        await executor.query(target, stream, store, run_id, on_progress, total=pending)
+        return
     done = 0
 
     def progress(finished: int, _: int) -> None:
         if on_progress is not None:
             on_progress(done + finished, pending)
 
-    for batch in store.pending_batches(run_id):
+    for batch in store.pending_batches(run_id, executor.window):
         await executor.query(target, batch, store, run_id, progress)
         done += len(batch)
 

@@ -24,7 +24,7 @@ import importlib
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
@@ -43,6 +43,8 @@ ProgressHook = Callable[[int, int], None]
 RAY_HINT = "pip install 'ragmeter[ray]'"
 # cases per Ray task: 10,000 cases are 50 tasks
 RAY_BATCH = 200
+# cases one query call gives the actors: 64 tasks, so a cluster of up to 64 actors is kept busy
+RAY_WINDOW = RAY_BATCH * 64
 # tasks queued on each actor, so that one is ready when the previous returns
 _IN_FLIGHT_PER_ACTOR = 2
 
@@ -90,34 +92,34 @@ async def ask(target: Target, case: Case, timeout_s: float) -> CaseResult:
 
 async def query_cases(
     target: Target,
-    cases: list[Case],
+    cases: Iterable[Case],
     store: RunStore,
     run_id: str,
     concurrency: int,
     timeout_s: float,
     on_progress: ProgressHook | None = None,
+    total: int | None = None,
 ) -> None:
     """Ask every case; each answer is committed as soon as it arrives, so a killed run loses
-    only the cases that were in flight."""
-    queue: asyncio.Queue[Case] = asyncio.Queue()
-    for case in cases:
-        queue.put_nowait(case)
+    only the cases that were in flight. ``cases`` may be a stream (a run's pending batches):
+    the workers take the next case as they finish one, so no worker waits at a batch's end.
+    ``total`` is the count reported to ``on_progress`` (the list's length by default)."""
+    if total is None:
+        cases = list(cases)
+        total = len(cases)
+    pending = iter(cases)
     done = 0
 
     async def worker() -> None:
         nonlocal done
-        while True:
-            try:
-                case = queue.get_nowait()
-            except asyncio.QueueEmpty:
-                return
+        for case in pending:  # shared: each case goes to one worker
             result = await ask(target, case, timeout_s)
             store.save_result(run_id, result)
             done += 1
             if on_progress is not None:
-                on_progress(done, len(cases))
+                on_progress(done, total)
 
-    workers = [asyncio.create_task(worker()) for _ in range(min(concurrency, max(len(cases), 1)))]
+    workers = [asyncio.create_task(worker()) for _ in range(min(concurrency, max(total, 1)))]
     try:
         await asyncio.gather(*workers)
     finally:
@@ -126,15 +128,19 @@ async def query_cases(
 
 
 class Executor(Protocol):
-    """Asks a run's pending cases and scores its answers."""
+    """Asks a run's pending cases and scores its answers. ``window``: how many cases one
+    ``query`` call is given (None: every pending case, as one stream)."""
+
+    window: int | None
 
     async def query(
         self,
         target: Target,
-        cases: list[Case],
+        cases: Iterable[Case],
         store: RunStore,
         run_id: str,
         on_progress: ProgressHook | None = None,
+        total: int | None = None,
     ) -> None: ...
 
     def scorer(self) -> Scorer: ...
@@ -146,16 +152,19 @@ class LocalExecutor:
     """Everything in this process: the target object asks with bounded concurrency, and
     :func:`~ragmeter.runner.scoring.score_results` scores."""
 
+    window: int | None = None
+
     def __init__(self, config: EvalConfig) -> None:
         self.config = config
 
     async def query(
         self,
         target: Target,
-        cases: list[Case],
+        cases: Iterable[Case],
         store: RunStore,
         run_id: str,
         on_progress: ProgressHook | None = None,
+        total: int | None = None,
     ) -> None:
         await query_cases(
             target,
@@ -165,6 +174,7 @@ class LocalExecutor:
             self.config.concurrency,
             self.config.case_timeout_s,
             on_progress,
+            total,
         )
 
     def scorer(self) -> Scorer:
@@ -268,6 +278,8 @@ class RayExecutor:
     """Target calls and scoring on a Ray cluster (``ray_address``), else on a local Ray
     instance started for the run and shut down after it."""
 
+    window: int | None = RAY_WINDOW
+
     def __init__(self, config: EvalConfig, batch_size: int = RAY_BATCH) -> None:
         self.config = config
         self.batch_size = batch_size
@@ -348,13 +360,15 @@ class RayExecutor:
     async def query(
         self,
         target: Target,
-        cases: list[Case],
+        cases: Iterable[Case],
         store: RunStore,
         run_id: str,
         on_progress: ProgressHook | None = None,
+        total: int | None = None,
     ) -> None:
         """Ask ``cases`` on the actors in batches; each batch's answers are stored as it
         returns (``target``, the driver's own, is not used: the actors build theirs)."""
+        cases = list(cases)
         size = self.batch_size
         batches = [cases[start : start + size] for start in range(0, len(cases), size)]
         done = 0
