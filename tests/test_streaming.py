@@ -67,6 +67,13 @@ def _config(folder: Path, dataset: Path, replay: Path, name: str) -> EvalConfig:
     )
 
 
+def _eval_cli(dataset: Path, replay: Path, *options: str) -> Any:
+    """``ragmeter eval`` of a replayed dataset with the families of ``FAMILIES``."""
+    arguments = ["eval", "--dataset", str(dataset), "--target", f"replay:{replay}"]
+    arguments += ["--metrics", ",".join(FAMILIES), *options, "--no-progress"]
+    return CliRunner().invoke(main, arguments)
+
+
 def _without_ids(document: dict[str, Any]) -> dict[str, Any]:
     """A run file without what differs between two runs of the same answers: ids, names,
     times, and the measured time of each replayed call."""
@@ -242,21 +249,7 @@ def test_eval_in_batches_through_the_cli_matches_the_run_file_and_the_store(tmp_
     dataset, replay = _replay_files(tmp_path, 1)
     monkeypatch.setattr(streams, "BATCH_CASES", 10)
     monkeypatch.chdir(tmp_path)
-    result = CliRunner().invoke(
-        main,
-        [
-            "eval",
-            "--dataset",
-            str(dataset),
-            "--target",
-            f"replay:{replay}",
-            "--metrics",
-            ",".join(FAMILIES),
-            "--output",
-            "batched",
-            "--no-progress",
-        ],
-    )
+    result = _eval_cli(dataset, replay, "--output", "batched")
     assert result.exit_code == 0, result.output
     document = json.loads(
         (tmp_path / ".ragmeter" / "runs" / "batched.json").read_text(encoding="utf-8")
@@ -300,21 +293,7 @@ def test_traces_written_from_batches_equal_those_from_the_whole_run(tmp_path, mo
     for size in (1000, 10):
         monkeypatch.setattr(streams, "BATCH_CASES", size)
         folder = tmp_path / f"traces-{size}"
-        result = CliRunner().invoke(
-            main,
-            [
-                "eval",
-                "--dataset",
-                str(dataset),
-                "--target",
-                f"replay:{replay}",
-                "--metrics",
-                ",".join(FAMILIES),
-                "--save-trace",
-                str(folder),
-                "--no-progress",
-            ],
-        )
+        result = _eval_cli(dataset, replay, "--save-trace", str(folder))
         assert result.exit_code in (0, 1), result.output
         assert "traces: " in result.output and "failed case(s)" in result.output
         traced.append(

@@ -134,45 +134,11 @@ def _checked(cases: list[Case], spec: str, where: Path) -> list[Case]:
 
 
 def load_datasets(specs: list[str], field_map: dict[str, str] | None = None) -> list[Case]:
-    """All cases of several datasets; collects every dataset's problems before raising."""
-    problems: list[Problem] = []
-    cases: list[Case] = []
-    seen: dict[str, str] = {}
-    given: set[Path] = set()
-    for spec in specs:
-        try:
-            resolved = resolve_dataset_path(spec).resolve()
-        except (OSError, ValueError):
-            resolved = None
-        if resolved is not None and resolved in given:
-            problems.append(Problem(spec, None, None, "this dataset is given twice"))
-            continue
-        if resolved is not None:
-            given.add(resolved)
-        try:
-            loaded = load_dataset(spec, field_map)
-        except DatasetError as exc:
-            problems.extend(exc.problems)
-            continue
-        for case in loaded:
-            if case.case_id in seen:
-                problems.append(
-                    Problem(
-                        spec,
-                        None,
-                        "case_id",
-                        f"case_id also used in dataset {seen[case.case_id]}",
-                        case.case_id,
-                    )
-                )
-                continue
-            seen[case.case_id] = spec
-            # --samples is per dataset given (two RAGBench subset files are two datasets)
-            case.metadata.setdefault(DATASET_SPEC_KEY, spec)
-            cases.append(case)
-    if problems:
-        raise DatasetError(problems)
-    return cases
+    """All cases of several datasets; collects every dataset's problems before raising (the
+    batches of ``datasets.stream``, joined)."""
+    from ragmeter.datasets.stream import iter_dataset_batches
+
+    return [case for batch in iter_dataset_batches(specs, field_map) for case in batch]
 
 
 def validate_dataset(spec: str, field_map: dict[str, str] | None = None) -> list[Problem]:
