@@ -12,12 +12,13 @@ import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeoutError
+from contextlib import suppress
 from itertools import chain
 from pathlib import Path
 from typing import Any, TypeVar
 
 from ragmeter.config import DEFAULT_STORE, EvalConfig, TargetConfig, config_from_snapshot
-from ragmeter.errors import EXIT_INTERRUPTED, InputError, RagmeterError
+from ragmeter.errors import EXIT_INTERRUPTED, InputError, RagmeterError, StoreError
 from ragmeter.models import Case, CaseResult, RunRecord, Score
 from ragmeter.runfile import RunFileWriter
 from ragmeter.runner import preflight
@@ -288,7 +289,8 @@ async def run_evaluation_async(
         return outcome.load(store) if config.store == ":memory:" else outcome
     finally:
         if resume is None:  # a no-op once the run row exists
-            store.delete_orphan_cases(run_id)  # refused before the run was created
+            with suppress(StoreError):  # never in place of the error that stopped the run
+                store.delete_orphan_cases(run_id)  # refused before the run was created
         store.close()
 
 
