@@ -175,14 +175,18 @@ def test_sigint_while_asking_then_resume(
     slow_server: FaultyServer, reference_scores: Any, tmp_path: Path
 ) -> None:
     questions = write_cases(tmp_path / "cases.jsonl")
-    proc = start_eval(tmp_path, "--target", slow_server.url, "--metrics", "retrieval,lexical")
-    store = tmp_path / "runs.db"
-    wait_for(lambda: len(answered(store)) >= 8, proc, "8 answers")
-    ((run_id,),) = query(store, "SELECT id FROM runs")
-    second = cli(tmp_path, "eval", "--resume", run_id, "--no-progress")
-    assert second.returncode == 2 and "another process" in second.stderr, second.stderr
-    proc.send_signal(signal.SIGINT)
-    finish_and_check(tmp_path, proc, 130, slow_server, questions, reference_scores["offline"])
+    # slower than slow_server: the first run must still be asking (40 x 0.5 s / 2 = 10 s) when
+    # the second process, however slow to start on a loaded machine, reaches the lock
+    with FaultyServer(delay_s=0.5) as slower:
+        proc = start_eval(tmp_path, "--target", slower.url, "--metrics", "retrieval,lexical")
+        store = tmp_path / "runs.db"
+        wait_for(lambda: len(answered(store)) >= 8, proc, "8 answers")
+        ((run_id,),) = query(store, "SELECT id FROM runs")
+        second = cli(tmp_path, "eval", "--resume", run_id, "--no-progress")
+        assert proc.poll() is None, "the first run finished before the second reached the lock"
+        assert second.returncode == 2 and "another process" in second.stderr, second.stderr
+        proc.send_signal(signal.SIGINT)
+        finish_and_check(tmp_path, proc, 130, slower, questions, reference_scores["offline"])
 
 
 def test_sigterm_while_scoring_then_resume(

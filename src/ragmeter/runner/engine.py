@@ -251,6 +251,9 @@ async def run_evaluation_async(
                 store.insert_run(record, summary.count)
             stop = threading.Event()
             with store.lock_run(record.id):
+                if resume is not None and store.get_run(record.id).status == "completed":
+                    # finished by the process that held the lock while this one waited
+                    raise InputError(f"run {record.id} is already completed; nothing to resume")
                 pending = store.count_pending(record.id)
                 if on_start is not None:
                     on_start(record, pending)
