@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import time
 from typing import Literal
 
 import pytest
@@ -305,15 +304,13 @@ def test_unicode() -> None:
     assert german == pytest.approx(expected_score(1.0, 1.0, 0, 0, False, 1.0, False))
 
 
-def test_very_long_inputs_are_fast() -> None:
+def test_very_long_inputs_are_scored_whole() -> None:
+    # their speed is measured by bench/grounding_speed.py, not here (no timed tests)
     sentence = "Section {i} says employees in region {i} receive {i} days of leave. "
     context = "".join(sentence.format(i=i) for i in range(800))
     assert len(context) > 50_000
     answer = " ".join(f"Region {i} staff receive {i} days of leave." for i in range(0, 800, 8))
-    started = time.perf_counter()
     scores = run(answer, [context])
-    elapsed = time.perf_counter() - started
-    assert elapsed < 1.0
     assert scores["claim_support_rate"].value == 1.0
     assert scores["numeric_fabrication_count"].value == 0.0
 

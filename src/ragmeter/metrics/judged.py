@@ -129,10 +129,13 @@ class JudgedState:
     def prepare(self, pairs: list[tuple[Case, Response]]) -> None:
         """Judge a batch of the run (the outcomes of earlier batches are dropped: they have
         been scored and stored)."""
+        self.outcomes.clear()
+        self._judge(pairs)
+
+    def _judge(self, pairs: list[tuple[Case, Response]]) -> None:
         settings = self.settings
         if settings is None or settings.spec is None:
             return
-        self.outcomes.clear()
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragmeter-judge") as pool:
             pool.submit(lambda: asyncio.run(self._judge_all(pairs, settings))).result()
 
@@ -223,8 +226,8 @@ class JudgedState:
             if self.settings is None or self.settings.spec is None:
                 raise SkipScore(NO_JUDGE)
             outcome = self.outcomes.get((metric, case.case_id))
-            if outcome is None:  # scored without the prepare hook
-                self.prepare([(case, response)])
+            if outcome is None:  # scored without the prepare hook (the batch's are kept)
+                self._judge([(case, response)])
                 outcome = self.outcomes.get((metric, case.case_id))
             if outcome is None:
                 raise RuntimeError(f"no judged outcome for case {case.case_id!r}")
