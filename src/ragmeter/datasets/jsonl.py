@@ -247,19 +247,4 @@ def iter_jsonl(path: Path, problems: list[Problem]) -> Iterator[tuple[int, int, 
 def read_jsonl(path: Path, problems: list[Problem]) -> list[tuple[int, Any]]:
     """Every non-blank line of ``path`` as (line number, value); a line that is not JSON is a
     problem (and left out), a duplicate key is a problem (the value is kept)."""
-    text = read_text(path, problems)
-    if text is None:
-        return []
-    values: list[tuple[int, Any]] = []
-    for number, line in enumerate(split_lines(text), start=1):
-        if not line.strip():
-            continue
-        try:
-            value, findings = loads_line(line)
-        except JsonLineError as exc:
-            problems.append(Problem(str(path), number, None, str(exc)))
-            continue
-        case_id = case_id_of(value)
-        problems.extend(Problem(str(path), number, f.field, f.message, case_id) for f in findings)
-        values.append((number, value))
-    return values
+    return [(number, value) for number, _, value in iter_jsonl(path, problems)]

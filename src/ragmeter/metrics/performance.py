@@ -19,7 +19,7 @@ from typing import Any
 from ragmeter.config import ModelPrice
 from ragmeter.metrics.base import Metric, MetricOutput, MetricSettings
 from ragmeter.metrics.operational import operational_metrics
-from ragmeter.metrics.performance_tally import LATENCY_QUANTILES, PerformanceTally, percentiles
+from ragmeter.metrics.performance_tally import LATENCY_QUANTILES, PerformanceTally
 from ragmeter.models import Case, CaseResult, Response, Usage
 
 
@@ -107,18 +107,6 @@ def apply_prices(results: list[CaseResult], prices: dict[str, ModelPrice]) -> in
             usage.cost_usd = cost
             priced += 1
     return priced
-
-
-def latency_by_stage(results: list[CaseResult]) -> dict[str, dict[str, float | int]]:
-    """Latency percentiles (ms) of the total and of every stage reported by the target."""
-    stages: dict[str, list[float]] = {}
-    for result in results:
-        if result.response is None:
-            continue
-        for stage, value in result.response.latency_ms.items():
-            stages.setdefault(stage, []).append(float(value))
-    ordered = ["total", *sorted(stage for stage in stages if stage != "total")]
-    return {stage: percentiles(stages[stage]) for stage in ordered if stage in stages}
 
 
 def performance_summary(

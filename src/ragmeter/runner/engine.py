@@ -102,10 +102,13 @@ class RunOutcome:
         self.store = store
         self._results, self._scores, self._cases = results, scores, cases
 
-    def _read(self, read: Callable[[RunStore], _T]) -> _T:
+    def _open(self) -> RunStore:
         if self.store is None or self.store == ":memory:":
             raise RagmeterError(f"run {self.record.id}: its store is gone (an in-memory store)")
-        store = RunStore(self.store, create=False)
+        return RunStore(self.store, create=False)
+
+    def _read(self, read: Callable[[RunStore], _T]) -> _T:
+        store = self._open()
         try:
             return read(store)
         finally:
@@ -136,9 +139,7 @@ class RunOutcome:
         if self._cases is not None and self._results is not None and self._scores is not None:
             yield self._cases, self._results, self._scores
             return
-        if self.store is None or self.store == ":memory:":
-            raise RagmeterError(f"run {self.record.id}: its store is gone (an in-memory store)")
-        store = RunStore(self.store, create=False)
+        store = self._open()
         try:
             yield from store.scored_batches(self.record.id)
         finally:

@@ -95,8 +95,9 @@ def record_from_row(row: sqlite3.Row, path: Path, lenient: bool = False) -> RunR
 INSERT_CASE = "INSERT INTO cases (run_id, case_id, position, case_json) VALUES (?, ?, ?, ?)"
 
 
-def case_rows(run_id: str, cases: Iterable[Case]) -> Iterator[tuple[Any, ...]]:
-    return ((run_id, c.case_id, i, c.model_dump_json()) for i, c in enumerate(cases))
+def case_rows(run_id: str, cases: Iterable[Case], first: int = 0) -> Iterator[tuple[Any, ...]]:
+    """The rows of ``cases``, numbered from position ``first``."""
+    return ((run_id, c.case_id, i, c.model_dump_json()) for i, c in enumerate(cases, first))
 
 
 def case_from_row(row: sqlite3.Row, path: Path, run_id: str) -> Case:

@@ -238,21 +238,12 @@ class RunStore(RunStreams):
     def create_run(self, record: RunRecord, cases: list[Case]) -> None:
         """Store a new run and its cases. The run becomes visible only once all of its cases
         are stored (a big run's cases are written in chunks, the run row last)."""
-        run_row = rows.run_row(record, len(cases))
-        case_rows = rows.case_rows(record.id, cases)
         with self._errors(f"storing run {record.id}"):
             if self.db.execute("SELECT 1 FROM runs WHERE id=?", (record.id,)).fetchone():
                 raise StoreError(f"run {record.id} already exists in {self.path}")
-            # the cases reference the run row, which comes last: checked by hand, not by SQLite
-            self.db.execute("PRAGMA foreign_keys=OFF")
-            try:
-                with self.transaction():  # cases left by an earlier attempt that died
-                    self.db.execute("DELETE FROM cases WHERE run_id=?", (record.id,))
-                self._write_chunks(rows.INSERT_CASE, case_rows)
-                with self.transaction():
-                    self.db.execute(rows.INSERT_RUN, run_row)
-            finally:
-                self.db.execute("PRAGMA foreign_keys=ON")
+        self.delete_orphan_cases(record.id)  # cases left by an earlier attempt that died
+        self.add_cases(record.id, cases, 0)
+        self.insert_run(record, len(cases))
 
     def finish_run(
         self,

@@ -56,10 +56,7 @@ class RunStreams:
     def add_cases(self, run_id: str, cases: Sequence[Case], first_position: int) -> None:
         """Store cases of a run that is being created (its run row comes last, with
         :meth:`insert_run`), numbered from ``first_position``."""
-        found = (
-            (run_id, case.case_id, first_position + i, case.model_dump_json())
-            for i, case in enumerate(cases)
-        )
+        found = rows.case_rows(run_id, cases, first_position)
         with self._errors(f"storing the cases of run {run_id}"):
             self.db.execute("PRAGMA foreign_keys=OFF")  # the run row is inserted last
             try:
