@@ -4,9 +4,9 @@ The cases and responses are the bundled demo's 87 cases and the reference pipeli
 to them, repeated until there are N: each copy gets its own case id, and its question and
 answer a word of their own (``copy 12345``), so no per-text cache sees the same answer twice.
 Each N runs ``ragmeter eval --target replay:FILE`` with the default metric families but
-``semantic``, and lexical grounding (no embedder, no judge), in a fresh process under
-``/usr/bin/time``; the script prints its peak resident memory (RSS), wall time and cases/s,
-and the size of the store.
+``semantic``, and lexical grounding (no embedder, no judge), in a fresh process under a
+wrapper of its own (``getrusage`` of its one child); the script prints the peak resident
+memory (RSS), wall time and cases/s, and the size of the store.
 
     python bench/scale.py [--cases 50000 1000000] [--workdir DIR] [--keep]
 """
@@ -70,6 +70,13 @@ def write_copies(folder: Path, n: int, recorded: list[dict[str, Any]]) -> tuple[
     return dataset, replay
 
 
+# runs argv[1:] and prints its peak RSS (KB, Linux) as the last line
+_PEAK_OF_CHILD = (
+    "import resource, subprocess, sys; done = subprocess.run(sys.argv[1:]); "
+    "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); sys.exit(done.returncode)"
+)
+
+
 def write_config(folder: Path) -> Path:
     """The default metric families but ``semantic``, and lexical grounding: no embedder."""
     from ragmeter.config import EvalConfig
@@ -84,13 +91,10 @@ def write_config(folder: Path) -> Path:
 
 def measure(folder: Path, n: int, dataset: Path, replay: Path) -> dict[str, Any]:
     store = folder / f"runs-{n}.db"
-    report = folder / f"time-{n}.txt"
     command = [
-        "/usr/bin/time",
-        "-f",
-        "%M %e",
-        "-o",
-        str(report),
+        sys.executable,
+        "-c",
+        _PEAK_OF_CHILD,
         sys.executable,
         "-m",
         "ragmeter",
@@ -114,7 +118,7 @@ def measure(folder: Path, n: int, dataset: Path, replay: Path) -> dict[str, Any]
         raise SystemExit(
             f"ragmeter eval failed on {n} cases:\n{finished.stdout}\n{finished.stderr}"
         )
-    peak_kb, _ = report.read_text(encoding="utf-8").split()[-2:]
+    peak_kb = finished.stdout.strip().splitlines()[-1]
     size = sum(p.stat().st_size for p in folder.glob(f"runs-{n}.db*"))
     return {
         "cases": n,
@@ -122,7 +126,7 @@ def measure(folder: Path, n: int, dataset: Path, replay: Path) -> dict[str, Any]
         "seconds": round(wall, 1),
         "cases_per_s": round(n / wall, 1),
         "store_mb": round(size / 2**20, 1),
-        "summary": finished.stdout.strip().splitlines()[-3:],
+        "summary": finished.stdout.strip().splitlines()[-4:-1],
     }
 
 
