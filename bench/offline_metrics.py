@@ -57,29 +57,13 @@ def recorded_cases(count: int) -> tuple[list[Case], list[CaseResult]]:
 
 
 def clear_text_caches() -> None:
-    """Cold caches for every timing: the text caches live for the process."""
-    from ragmeter import text
-    from ragmeter.metrics import context, lexical, markers, numbers, textmatch
-    from ragmeter.metrics.grounding import features
-
-    for cached in (
-        textmatch.fold,
-        textmatch.words,
-        textmatch.content_tokens,
-        textmatch.index_text,
-        numbers._extract_numbers,
-        context.ngrams,
-        text.stem,
-        markers.strip_markers,
-        features._chunk,
-        features._build_context,
-        lexical.normalize_answer,
-        lexical._keywords,
-        lexical._source_indicators,
-        lexical.token_f1,
-        lexical._keyword_coverage_of,
-    ):
-        cached.cache_clear()
+    """Cold caches for every timing: every ``lru_cache`` of ragmeter's loaded modules (the text
+    caches live for the process)."""
+    for name, module in list(sys.modules.items()):
+        if name == "ragmeter" or name.startswith("ragmeter."):
+            for value in list(vars(module).values()):
+                if callable(getattr(value, "cache_clear", None)):
+                    value.cache_clear()
 
 
 def time_families(
