@@ -36,6 +36,7 @@ RAGBench's knowledge for the baselines is its documents joined.
     python bench/grounding_auc.py --tune     # refit them on the tuning halves, then report
     python bench/grounding_auc.py --tune --fit-without-ragbench   # long terms from Q-squared, BEGIN
     python bench/grounding_auc.py --splits 20                     # refit on 20 seeded splits
+    python bench/grounding_auc.py --choose-long   # the long-answer ramp by CV, tuning halves only
 
 Reading RAGBench needs ``pyarrow`` (the ``bench`` extra); without it the set is left out.
 """
@@ -62,6 +63,7 @@ import ragbench_data  # bench/ is on sys.path when the script runs
 from grounding_fit import (
     PREVIOUS,
     SHIPPED,
+    choose_long,
     compute_signals,
     fast_auc,
     repeated_splits,
@@ -553,6 +555,12 @@ def main() -> int:
         help="fit on Q-squared and BEGIN only (RAGBench is still reported)",
     )
     parser.add_argument(
+        "--choose-long",
+        action="store_true",
+        help="choose where the long-answer ramp starts and its span by cross-validation on "
+        "the tuning halves (20 repeats), then stop (no held-out figures)",
+    )
+    parser.add_argument(
         "--print-aucs",
         action="store_true",
         help="print the models' AUCs as a literal (how PREVIOUS_AUC_2026_11_24 was made)",
@@ -565,13 +573,17 @@ def main() -> int:
     data = load_sets()
     fit_names = [n for n in data if not (args.fit_without_ragbench and n == RAGBENCH)]
     signals = {}
-    if args.tune or args.splits:
+    if args.tune or args.splits or args.choose_long:
         aligner = token_aligner(build_embedder(TOKEN_MODEL))
         signals = {
             name: compute_signals(items, aligner, token_recall, groups_of(items))
             for name, items in data.items()
         }
     halves = {name: halves_of(s.groups, SEED) for name, s in signals.items()}
+    if args.choose_long:
+        choose_long(signals, {name: halves[name][0] for name in fit_names})
+        print(f"({time.perf_counter() - started:.1f} s)")
+        return 0
     models = tune(signals, halves, fit_names) if args.tune else dict(SHIPPED)
     found, kept = report(data, models)
     if args.print_aucs:

@@ -33,6 +33,7 @@ from ragmeter.metrics.grounding import (
     ScoreWeights,
     assess,
 )
+from ragmeter.metrics.grounding.model import LONG_FROM, LONG_SPAN
 
 # the weights shipped before issue 13's scorer changes (src/ragmeter/metrics/grounding/model.py
 # as of 2026-11-24): the comparison of the report, and the short-answer part of today's fit
@@ -112,6 +113,10 @@ class Signals:
     subset: np.ndarray
     fixed: np.ndarray
     cap: np.ndarray
+    # the answer's words and its anchored share (``AnswerSignals.words``, ``.anchored``; 0 and
+    # 1 without signals): what ``with_long`` needs to move the long-answer ramp
+    words: np.ndarray
+    anchored: np.ndarray
 
     def weighed(self, index: np.ndarray, columns: tuple[str, ...]) -> np.ndarray:
         """The items of ``index`` that the weights score: the fit's rows (they have claims and
@@ -125,7 +130,7 @@ class Signals:
 def compute_signals(
     items: Sequence[Labelled], aligner: Aligner, baseline: Callable[[Any], float], groups: list[str]
 ) -> Signals:
-    rows, has, aligned, fixed, cap = [], [], [], [], []
+    rows, has, aligned, fixed, cap, words, anchored = [], [], [], [], [], [], []
     for item in items:
         result = assess(
             item.response, list(item.contexts), aligner=aligner, question=item.case_question
@@ -135,6 +140,8 @@ def compute_signals(
         aligned.append(signals is not None and signals.aligned)
         values = signals.features() if signals is not None else {}
         rows.append([values.get(f, 0.0) for f in FEATURES])
+        words.append(signals.words if signals is not None else 0)
+        anchored.append(signals.anchored if signals is not None else 1.0)
         used = result.score_model
         weighed = used not in ("question", "nli")
         fixed.append(np.nan if weighed or result.score is None else result.score)
@@ -150,7 +157,36 @@ def compute_signals(
         np.asarray([i.subset for i in items]),
         np.asarray(fixed, dtype=float),
         np.asarray(cap, dtype=float),
+        np.asarray(words, dtype=float),
+        np.asarray(anchored, dtype=float),
     )
+
+
+# each ``long_`` column and the signal it multiplies by ``long`` (``AnswerSignals.features``;
+# ``anchored`` is no column of its own)
+LONG_PRODUCTS = {
+    "long_personal": "personal",
+    "long_opener": "opener",
+    "long_coverage": "coverage",
+    "long_word_recall": "word_recall",
+    "long_relation_violations": "relation_violations",
+    "long_anchored": "anchored",
+}
+
+
+def with_long(s: Signals, long_from: float, long_span: float) -> Signals:
+    """``s`` with the long-answer ramp moved: ``long`` = clamp((words - long_from) /
+    long_span, 0, 1), as ``AnswerSignals.long`` computes it with ``LONG_FROM`` and
+    ``LONG_SPAN``, and every ``long_`` column recomputed from it (the other columns, the fixed
+    scores and caps do not depend on the ramp)."""
+    long = np.minimum(np.maximum((s.words - long_from) / long_span, 0.0), 1.0)
+    long = np.where(s.has_claims, long, 0.0)
+    x = s.x.copy()
+    x[:, FEATURES.index("long")] = long
+    for column, signal in LONG_PRODUCTS.items():
+        values = s.anchored if signal == "anchored" else s.x[:, FEATURES.index(signal)]
+        x[:, FEATURES.index(column)] = long * values
+    return dataclasses.replace(s, x=x)
 
 
 def fit_sets(
@@ -263,14 +299,27 @@ def _folds(s: Signals, index: np.ndarray, folds: int, seed: int) -> np.ndarray:
 
 
 def cross_validate(
-    signals: dict[str, Signals], tuning: dict[str, np.ndarray], model: str, repeats: int = 5
+    signals: dict[str, Signals],
+    tuning: dict[str, np.ndarray],
+    model: str,
+    repeats: int = 5,
+    lexical: ScoreWeights | None = None,
 ) -> dict[str, tuple[float, float]]:
     """5-fold cross-validation inside the tuning halves (fit on 4 folds, score the fifth; the
-    folds cut a set's groups), seeded repeats: per set, the AUC of the pooled out-of-fold
-    scores (mean over repeats) and its margin over stemmed recall."""
+    folds cut a set's groups), seeded repeats: per set, and per RAGBench shard
+    ("RAGBench/covidqa", ...), the AUC of the pooled out-of-fold scores (mean over repeats)
+    and its margin over stemmed recall. The aligned model scores the answers without
+    alignment signals by ``lexical`` (default: the shipped lexical weights)."""
     columns = MODELS[model]
-    lexical = SHIPPED["lexical"] if model == "aligned" else None
-    found: dict[str, list[float]] = {name: [] for name in tuning}
+    lexical = (lexical or SHIPPED["lexical"]) if model == "aligned" else None
+    # each reported row: its set and the positions (in the set's tuning half) of its items
+    rows: dict[str, tuple[str, np.ndarray]] = {}
+    for n, idx in tuning.items():
+        rows[n] = (n, np.arange(len(idx)))
+        if n == RAGBENCH:
+            for sub in SUBSETS:
+                rows[f"{n}/{sub}"] = (n, np.flatnonzero(signals[n].subset[idx] == sub))
+    found: dict[str, list[float]] = {row: [] for row in rows}
     for repeat in range(repeats):
         fold_of = {n: _folds(signals[n], idx, 5, 100 + repeat) for n, idx in tuning.items()}
         scores = {n: np.zeros(len(idx)) for n, idx in tuning.items()}
@@ -280,15 +329,77 @@ def cross_validate(
             for n, idx in tuning.items():
                 test = fold_of[n] == k
                 scores[n][test] = linear_score(weights, signals[n], idx[test], lexical)
-        for n, idx in tuning.items():
-            found[n].append(fast_auc(scores[n], signals[n].y[idx]))
-    return {
-        n: (
-            float(np.mean(v)),
-            float(np.mean(v)) - fast_auc(signals[n].baseline[tuning[n]], signals[n].y[tuning[n]]),
-        )
-        for n, v in found.items()
-    }
+        for row, (n, at) in rows.items():
+            found[row].append(fast_auc(scores[n][at], signals[n].y[tuning[n][at]]))
+    result = {}
+    for row, (n, at) in rows.items():
+        items = tuning[n][at]
+        baseline = fast_auc(signals[n].baseline[items], signals[n].y[items])
+        result[row] = (float(np.mean(found[row])), float(np.mean(found[row])) - baseline)
+    return result
+
+
+def criterion(cv: dict[str, tuple[float, float]]) -> float:
+    """The sum of the out-of-fold AUCs of the fit sets (Q-squared, BEGIN and RAGBench's two
+    shards, not RAGBench pooled), the criterion the long-answer form was chosen by."""
+    return sum(auc for row, (auc, _) in cv.items() if row != RAGBENCH)
+
+
+# where the long-answer ramp starts and how long it is, the candidates of ``choose_long``
+LONG_FROM_GRID = (20, 25, 30, 35, 40, 45)
+LONG_SPAN_GRID = (10, 20, 30)
+# the ramp shipped before the grid was run (set by hand above the longest Q-squared tuning
+# answer); it stays unless another point beats it by more than ``LONG_TIE`` in the criterion
+LONG_DEFAULT = (30, 20)
+LONG_TIE = 0.002
+
+
+def choose_long(
+    signals: dict[str, Signals], tuning: dict[str, np.ndarray], repeats: int = 20
+) -> tuple[int, int]:
+    """Choose ``LONG_FROM`` and ``LONG_SPAN`` on the tuning halves only: for each grid point,
+    move the ramp (``with_long``), cross-validate both models (``repeats`` x 5 folds, the long
+    terms refitted in each fold) and take the point with the highest mean of the two models'
+    criterion; ``LONG_DEFAULT`` is kept when it is within ``LONG_TIE`` of that (the rule was
+    fixed before the grid was run). The aligned model's fallback for answers without alignment
+    is the lexical model fitted on all the tuning halves at the same grid point."""
+    for s in signals.values():  # the ramp as computed here is the metric's
+        assert np.array_equal(with_long(s, LONG_FROM, LONG_SPAN).x, s.x)
+    table: dict[tuple[int, int], tuple[float, float]] = {}
+    print(
+        f"long-answer ramp, {repeats} x 5-fold CV inside the tuning halves: summed out-of-fold "
+        "AUC of the fit sets (Q-squared, BEGIN, covidqa, emanual), lexical / aligned / mean"
+    )
+    for start in LONG_FROM_GRID:
+        for span in LONG_SPAN_GRID:
+            moved = {n: with_long(s, start, span) for n, s in signals.items()}
+            lexical = fit_weights(fit_sets(moved, tuning, MODELS["lexical"]), "lexical")
+            sums = []
+            parts = []
+            for model in MODELS:
+                cv = cross_validate(moved, tuning, model, repeats, lexical)
+                sums.append(criterion(cv))
+                parts.append(
+                    " ".join(
+                        f"{row.removeprefix('RAGBench/')} {a:.4f}" for row, (a, _) in cv.items()
+                    )
+                )
+            table[start, span] = (sums[0], sums[1])
+            print(
+                f"  from {start:>2} span {span:>2}: {sums[0]:.4f} / {sums[1]:.4f} / "
+                f"{np.mean(sums):.4f}   [lexical: {parts[0]}] [aligned: {parts[1]}]",
+                flush=True,
+            )
+    best = max(table, key=lambda point: float(np.mean(table[point])))
+    best_mean = float(np.mean(table[best]))
+    default_mean = float(np.mean(table[LONG_DEFAULT]))
+    chosen = LONG_DEFAULT if best_mean - default_mean <= LONG_TIE else best
+    print(
+        f"best: from {best[0]} span {best[1]} (mean {best_mean:.4f}); {LONG_DEFAULT} "
+        f"{default_mean:.4f} (behind by {best_mean - default_mean:.4f}, tie within {LONG_TIE}); "
+        f"chosen: from {chosen[0]} span {chosen[1]}"
+    )
+    return chosen
 
 
 def tune(

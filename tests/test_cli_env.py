@@ -268,6 +268,7 @@ def test_every_option_variable_is_tested_or_a_config_variable() -> None:
         "RAGMETER_MARGIN",
         "RAGMETER_CASE_TIMEOUT_S",
         "RAGMETER_JUDGE_TASKS",
+        "RAGMETER_SCORE_WHILE_ASKING",  # tests/test_score_while_asking.py
         "RAGMETER_DATA",
     }
     assert cli_env_vars() <= behaviour_tested
@@ -289,6 +290,7 @@ def test_config_variables_reach_the_config() -> None:
         "RAGMETER_JUDGE_TIMEOUT_S": ("2", 2.0),
         "RAGMETER_JUDGE_MAX_RETRIES": ("3", 3),
         "RAGMETER_JUDGE_TASKS": ("correctness, groundedness", ["correctness", "groundedness"]),
+        "RAGMETER_SCORE_WHILE_ASKING": ("false", False),
     }
     assert set(values) == set(ENV_FIELDS)
     for variable, (text, expected) in values.items():

@@ -43,10 +43,10 @@ def expected_score(
     anchored: float = 1.0,
 ) -> float:
     """``grounding_score`` by hand from the shipped weights (sigmoid of the weighted sum); an
-    answer of more than 30 words (``words``) is partly or fully long: long = (words - 30) / 20,
+    answer of more than 20 words (``words``) is partly or fully long: long = (words - 20) / 10,
     at most 1."""
     w = DEFAULT_SCORE_WEIGHTS
-    long = min(max((words - 30) / 20, 0.0), 1.0)
+    long = min(max((words - 20) / 10, 0.0), 1.0)
     z = (
         w.intercept
         + w.coverage * coverage
@@ -374,7 +374,7 @@ def test_novel_terms_and_missing_numbers_lower_the_score() -> None:
 
 
 def test_long_answer_regime() -> None:
-    # the context copied twice: 50 words (25 each: "1,000" is two), so fully long
+    # the context copied twice: 50 words (25 each: "1,000" is two), so fully long (from 30)
     result = assess(CONTEXT + " " + CONTEXT, [CONTEXT])
     assert result.signals is not None
     assert (result.signals.words, result.signals.long) == (50, 1.0)
@@ -382,17 +382,16 @@ def test_long_answer_regime() -> None:
     assert result.score == pytest.approx(
         expected_score(1.0, 1.0, 0, 0, False, 1.0, False, words=50)
     )
-    # 37 words, 7 of them past 30: long = 7 / 20; "you" counts only for the short share
-    answer = (
-        "You receive 15 days of paid vacation per year. " + CONTEXT + " Vacation accrues monthly."
-    )
+    # the context with "You" for "Employees": 25 words, 5 of them past 20: long = 5 / 10; "you"
+    # counts only for the short share
+    answer = CONTEXT.replace("Employees", "You")
     result = assess(answer, [CONTEXT])
     assert result.signals is not None
-    assert (result.signals.words, result.signals.personal) == (37, True)
-    assert result.signals.long == pytest.approx(7 / 20)
-    assert result.signals.word_recall == pytest.approx(36 / 37)  # all but "you"
+    assert (result.signals.words, result.signals.personal) == (25, True)
+    assert result.signals.long == pytest.approx(5 / 10)
+    assert result.signals.word_recall == pytest.approx(24 / 25)  # all but "you"
     assert result.score == pytest.approx(
-        expected_score(1.0, 1.0, 0, 0, True, 36 / 37, False, words=37)
+        expected_score(1.0, 1.0, 0, 0, True, 24 / 25, False, words=25)
     )
     # in a fully long answer the personal and opener cues weigh nothing
     w = DEFAULT_SCORE_WEIGHTS
@@ -408,15 +407,18 @@ def test_anchored_claims() -> None:
     # the share is weighted by the claims' terms: 3 anchored of 3 + 5
     signals = assess("Vacation accrues monthly. " + scattered, [CONTEXT]).signals
     assert signals is not None and signals.anchored == pytest.approx(3 / 8)
-    # it counts in long answers only: 34 words, long 0.2; 23 of the claims' 28 terms anchored
-    answer = CONTEXT + " " + scattered + " Vacation accrues monthly."
+    # it counts in long answers only: 27 words, long 0.7; 18 of the claims' 23 terms anchored
+    answer = (
+        "Employees receive 15 days of paid vacation per year. Vacation accrues monthly. "
+        f"The company employs 1,000 people. {scattered} Vacation accrues monthly."
+    )
     result = assess(answer, [CONTEXT])
     assert result.signals is not None
-    assert result.signals.words == 34
-    assert result.signals.long == pytest.approx(0.2)
-    assert result.signals.anchored == pytest.approx(23 / 28)
+    assert result.signals.words == 27
+    assert result.signals.long == pytest.approx(0.7)
+    assert result.signals.anchored == pytest.approx(18 / 23)
     assert result.score == pytest.approx(
-        expected_score(1.0, 19 / 23, 0, 0, False, 33 / 34, False, words=34, anchored=23 / 28)
+        expected_score(1.0, 13 / 18, 0, 0, False, 26 / 27, False, words=27, anchored=18 / 23)
     )
     short = assess(scattered, [CONTEXT])
     # a short answer scores as before: no term pair of it is in the context

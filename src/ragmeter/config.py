@@ -300,6 +300,9 @@ class EvalConfig(BaseModel):
     # cluster (the ray extra) at ray_address; without an address a local Ray instance is started
     executor: Literal["local", "ray"] = "local"
     ray_address: str | None = None
+    # score the answers in a second process while the run is asked (docs/runs.md, "Scoring
+    # while asking"); false scores after the last answer, in this process
+    score_while_asking: bool = True
     # derived from target.timeout_s when only that is given (case_timeout_for, in load_config)
     case_timeout_s: float = Field(default=DEFAULT_CASE_TIMEOUT_S, gt=0)
     samples: int | None = Field(default=None, ge=1)
@@ -369,6 +372,7 @@ ENV_FIELDS: dict[str, tuple[str, ...]] = {
     "RAGMETER_JUDGE_TIMEOUT_S": ("judge_timeout_s",),
     "RAGMETER_JUDGE_MAX_RETRIES": ("judge_max_retries",),
     "RAGMETER_JUDGE_TASKS": ("judge_tasks",),
+    "RAGMETER_SCORE_WHILE_ASKING": ("score_while_asking",),
 }
 
 

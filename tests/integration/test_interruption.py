@@ -189,6 +189,44 @@ def test_sigint_while_asking_then_resume(
         finish_and_check(tmp_path, proc, 130, slower, questions, reference_scores["offline"])
 
 
+def test_sigint_while_asking_and_scoring_at_once_then_resume(tmp_path: Path) -> None:
+    """600 cases: the run is scored by a second process while it is asked (docs/runs.md,
+    "Scoring while asking"). Ctrl-C stops both; the scores stored so far are removed, and the
+    resumed run has the scores of a run scored after asking."""
+    metrics = ["--metrics", "retrieval,lexical,context", "--concurrency", "4"]
+    with FaultyServer(delay_s=0.02) as server:
+        reference = tmp_path / "reference"
+        reference.mkdir()
+        write_cases(reference / "cases.jsonl", 600)
+        env = {**os.environ, "RAGMETER_SCORE_WHILE_ASKING": "false"}
+        done = subprocess.run(
+            start_eval(reference, "--target", server.url, *metrics).args,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd=reference,
+            env=env,
+        )
+        assert done.returncode == 0, done.stderr
+        expected = comparable_scores(reference / "runs.db")
+        assert {metric for _, metric in expected} >= {"redundancy_tfidf", "token_f1", "mrr"}
+
+        questions = write_cases(tmp_path / "cases.jsonl", 600)
+        proc = start_eval(tmp_path, "--target", server.url, *metrics)
+        store = tmp_path / "runs.db"
+        # scores stored while the run is still being asked: the second process is at work
+        wait_for(lambda: bool(query(store, "SELECT 1 FROM scores LIMIT 1")), proc, "a score")
+        assert len(answered(store)) < 600
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=60)
+        assert proc.returncode == 130, (stdout, stderr)
+        assert "Traceback" not in stderr
+        assert query(store, "SELECT status FROM runs") == [("interrupted",)]
+        assert query(store, "SELECT COUNT(*) FROM scores") == [(0,)]
+        ((run_id,),) = query(store, "SELECT id FROM runs")
+        resume_and_check(tmp_path, run_id, server, questions, expected)
+
+
 def test_sigterm_while_scoring_then_resume(
     slow_server: FaultyServer, reference_scores: Any, tmp_path: Path
 ) -> None:

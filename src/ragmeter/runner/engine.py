@@ -25,12 +25,14 @@ from ragmeter.runner import preflight
 from ragmeter.runner.background import in_daemon_thread
 from ragmeter.runner.executors import (
     Executor,
+    LocalExecutor,
     ProgressHook,
     ask,
     make_executor,
     query_cases,
 )
 from ragmeter.runner.ingest import case_batches, sample_cases, store_new_cases
+from ragmeter.runner.pipeline import AnswerWriter, ScoringProcess, pipelines
 from ragmeter.runner.preflight import CaseSummary
 from ragmeter.runner.records import new_run_id, new_run_record, now_iso
 from ragmeter.runner.scoring import (
@@ -259,16 +261,29 @@ async def run_evaluation_async(
                 if on_start is not None:
                     on_start(record, pending)
                 stage = "asking"
-                writer = RunFileWriter(run_file_path(record, config))
+                path = run_file_path(record, config)
+                writer = RunFileWriter(path)
+                scoring = None
+                scored_elsewhere = False  # by the scoring process, run file included
+                if pipelines(config, isinstance(executor, LocalExecutor), pending):
+                    scoring = ScoringProcess.start(config, record.id, path)
                 try:
                     if record.index_stats is None:  # once per run (a resumed run has them)
                         await store_index_stats(target, store, record, config.case_timeout_s)
-                    await ask_pending(executor, target, store, record.id, pending, on_progress)
+                    if scoring is None:
+                        await ask_pending(executor, target, store, record.id, pending, on_progress)
+                    else:
+                        await ask_while_scoring(
+                            config, target, store, record.id, pending, on_progress
+                        )
                     if owns_target:
                         await target.aclose()
                         owns_target = False
                     stage = "scoring"
-                    if config.store == ":memory:":  # one connection holds the whole store
+                    if scoring is not None and await scoring.finish():
+                        final = store.get_run(record.id)
+                        scored_elsewhere = True
+                    elif config.store == ":memory:":  # one connection holds the whole store
                         final = score_run(
                             store, record.id, config, stop, executor.scorer(), writer.add
                         )
@@ -276,19 +291,28 @@ async def run_evaluation_async(
                         final = await in_daemon_thread(
                             _score_in_thread, config, record.id, stop, executor.scorer(), writer.add
                         )
+                    scoring = None
                 except (asyncio.CancelledError, KeyboardInterrupt) as exc:
                     writer.close()
                     stop.set()
+                    if scoring is not None:
+                        scoring.stop()
                     store.mark_interrupted(record.id)
                     raise RunInterruptedError(record.id, config.store, stage) from exc
                 except BaseException:
                     writer.close()
+                    if scoring is not None:
+                        scoring.stop()
                     raise
         finally:
             if owns_target:
                 await target.aclose()
             executor.close()
-        run_file = writer.finish(final)
+        if scored_elsewhere:
+            writer.close()
+            run_file = path
+        else:
+            run_file = writer.finish(final)
         outcome = RunOutcome(final, run_file=run_file, store=config.store)
         return outcome.load(store) if config.store == ":memory:" else outcome
     finally:
@@ -303,6 +327,33 @@ def check_new_cases(config: EvalConfig, summary: CaseSummary, target_named: bool
     cases carry (``preflight.with_carried_corpus``)."""
     preflight.check_cases(config, summary, target_named=target_named)
     return preflight.with_carried_corpus(config, summary, target_named=target_named)
+
+
+async def ask_while_scoring(
+    config: EvalConfig,
+    target: Target,
+    store: RunStore,
+    run_id: str,
+    pending: int,
+    on_progress: ProgressHook | None,
+) -> None:
+    """``ask_pending`` for a run whose answers a second process scores as they are stored
+    (``runner.pipeline``): the answers are committed by a thread of their own."""
+    answers = AnswerWriter(config.store, run_id)
+    try:
+        stream = (case for batch in store.pending_batches(run_id) for case in batch)
+        await query_cases(
+            target,
+            stream,
+            answers,
+            run_id,
+            config.concurrency,
+            config.case_timeout_s,
+            on_progress,
+            total=pending,
+        )
+    finally:
+        answers.close()  # every answer committed before scoring is told asking has ended
 
 
 async def ask_pending(

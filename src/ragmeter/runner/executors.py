@@ -40,6 +40,13 @@ from ragmeter.targets import Target, TargetError, build_target
 
 ProgressHook = Callable[[int, int], None]
 
+
+class AnswerSaver(Protocol):
+    """Where answers go as they arrive: the run store, or ``pipeline.AnswerWriter``."""
+
+    def save_result(self, run_id: str, result: CaseResult) -> None: ...
+
+
 RAY_HINT = "pip install 'ragmeter[ray]'"
 # cases per Ray task: 10,000 cases are 50 tasks
 RAY_BATCH = 200
@@ -93,7 +100,7 @@ async def ask(target: Target, case: Case, timeout_s: float) -> CaseResult:
 async def query_cases(
     target: Target,
     cases: Iterable[Case],
-    store: RunStore,
+    store: AnswerSaver,
     run_id: str,
     concurrency: int,
     timeout_s: float,

@@ -320,9 +320,24 @@ def score_run(
                 sink(results, scores)
             tally.add(results, priced, cases)
             del scores, results, cases
-        scorecard, breakdowns = aggregate_columns(
-            columns, metrics, config.bootstrap_resamples, config.seed, config.failed_as
-        )
+        return finish_scoring(store, run_id, config, metrics, columns, tally, stop)
+
+
+def finish_scoring(
+    store: RunStore,
+    run_id: str,
+    config: EvalConfig,
+    metrics: list[Metric],
+    columns: ScoreColumns,
+    tally: PerformanceTally,
+    stop: threading.Event | None,
+) -> RunRecord:
+    """The scorecard and breakdowns from the run's score ``columns``, the weighted score, the
+    targets table and the performance summary (``tally``), the judge's spot check; the run
+    marked completed with them (unless ``stop`` is set)."""
+    scorecard, breakdowns = aggregate_columns(
+        columns, metrics, config.bootstrap_resamples, config.seed, config.failed_as
+    )
     extras = RunRecord(
         id=run_id,
         name="",

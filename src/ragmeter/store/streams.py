@@ -35,6 +35,19 @@ ANSWERED_BATCH = (
 )
 
 
+# the cases after a position with their answers, answered or not (a NULL answer marks a case
+# still being asked): what the scoring process reads while the run is asked
+CASES_AFTER = (
+    "SELECT c.position, c.case_json, r.* FROM cases c"
+    " LEFT JOIN responses r ON r.run_id=c.run_id AND r.case_id=c.case_id"
+    " WHERE c.run_id=? AND c.position>? ORDER BY c.position LIMIT ?"
+)
+UPDATE_SCORE = (
+    "UPDATE scores SET value=?, status=?, reason=?, details_json=?"
+    " WHERE run_id=? AND case_id=? AND metric=?"
+)
+
+
 class RunStreams:
     """Batch reads and writes of a run's rows (mixed into ``RunStore``)."""
 
@@ -130,6 +143,46 @@ class RunStreams:
             last = int(found[-1]["position"])
             cases = [rows.case_from_row(row, self.path, run_id) for row in found]
             yield cases, [rows.result_from_row(row) for row in found]
+
+    def answered_run(
+        self, run_id: str, last: int, size: int
+    ) -> tuple[list[Case], list[CaseResult], int]:
+        """Up to ``size`` cases after position ``last`` that are answered with no unanswered
+        case before them (the answers come back out of order while a run is asked), with
+        their answers and the position of the last one (``last`` when there is none)."""
+        with self._errors(f"reading the answers of run {run_id}"):
+            found = self.db.execute(CASES_AFTER, (run_id, last, size)).fetchall()
+        answered = []
+        for row in found:
+            if row["case_id"] is None:  # the left join found no answer: still being asked
+                break
+            answered.append(row)
+        if not answered:
+            return [], [], last
+        cases = [rows.case_from_row(row, self.path, run_id) for row in answered]
+        results = [rows.result_from_row(row) for row in answered]
+        return cases, results, int(answered[-1]["position"])
+
+    def answered_after(
+        self, run_id: str, last: int, size: int
+    ) -> tuple[list[Case], list[CaseResult], int]:
+        """:meth:`answered_run` once asking has ended: unanswered cases are passed over, as
+        :meth:`answered_batches` does."""
+        with self._errors(f"reading the answers of run {run_id}"):
+            found = self.db.execute(ANSWERED_BATCH, (run_id, last, size)).fetchall()
+        if not found:
+            return [], [], last
+        cases = [rows.case_from_row(row, self.path, run_id) for row in found]
+        results = [rows.result_from_row(row) for row in found]
+        return cases, results, int(found[-1]["position"])
+
+    def update_scores(self, run_id: str, scores: Iterable[Score]) -> None:
+        """Replace stored scores of a run (the same case and metric) with ``scores``."""
+        from ragmeter.store.sqlite import score_rows
+
+        changed = ((*row[3:], *row[:3]) for row in score_rows(run_id, scores))
+        with self._errors(f"storing the scores of run {run_id}"):
+            self._write_chunks(UPDATE_SCORE, changed)
 
     def scored_batches(
         self, run_id: str, size: int | None = None

@@ -40,7 +40,7 @@ words (stop words included) in the context, and a conversational opener ("yes", 
 "i agree"). With the ``semantic`` extra it adds the word-piece alignment of the claims to the
 context under MiniLM (``token_alignment``: BERTScore-style precision and its weakest piece) and
 uses ``ALIGNED_SCORE_WEIGHTS``; without it (or with ``grounding_model="lexical"``) it uses
-``DEFAULT_SCORE_WEIGHTS``. A long answer (over 30 words, fully at 50) also weighs its own
+``DEFAULT_SCORE_WEIGHTS``. A long answer (over 20 words, fully at 30) also weighs its own
 terms: coverage, all-word recall, relation violations and the share of its sentences saying the
 context lacks something (``abstains``); a short answer scores as the dialogue fit alone. The
 weights were fitted on seeded tuning halves of three human-labelled sets (Q-squared, BEGIN and

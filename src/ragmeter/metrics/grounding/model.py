@@ -49,9 +49,10 @@ DEFAULT_WEIGHTS = GroundingWeights()
 
 # the long-answer regime of ``grounding_score``: an answer of up to ``LONG_FROM`` words is
 # short (``AnswerSignals.long`` 0), one of ``LONG_FROM + LONG_SPAN`` words or more is long (1),
-# linearly in between. No Q-squared tuning answer has more than 30 words; RAG answers mostly do
-LONG_FROM = 30
-LONG_SPAN = 20
+# linearly in between. Both chosen by cross-validation on the tuning halves (grid 20 to 45 by
+# 5, span 10 / 20 / 30; ``grounding_auc.py --choose-long``, docs/grounding.md)
+LONG_FROM = 20
+LONG_SPAN = 10
 
 # a claim is anchored when one context sentence holds at least this share of its terms
 # (``ClaimSignals.sentence_coverage``); chosen by cross-validation on the tuning halves
@@ -248,13 +249,13 @@ DEFAULT_SCORE_WEIGHTS = ScoreWeights(
     personal=-0.634,
     word_recall=1.753,
     opener=-0.542,
-    long=-1.733,
-    abstains=13.994,
+    long=-1.331,
+    abstains=13.516,
     long_personal=0.634,
     long_opener=0.542,
-    long_coverage=-8.976,
-    long_word_recall=8.644,
-    long_anchored=1.694,
+    long_coverage=-7.613,
+    long_word_recall=7.478,
+    long_anchored=0.753,
 )
 # the same fit with the two word-piece alignment signals (MiniLM, ``TOKEN_MODEL``): the model
 # ``grounding_score`` uses when the token vectors are available (the ``semantic`` extra)
@@ -269,13 +270,13 @@ ALIGNED_SCORE_WEIGHTS = ScoreWeights(
     opener=-0.265,
     token_precision=0.194,
     weakest_token=1.461,
-    long=-1.255,
-    abstains=14.036,
+    long=-1.145,
+    abstains=13.358,
     long_personal=0.489,
     long_opener=0.265,
-    long_coverage=-9.354,
-    long_word_recall=8.772,
-    long_anchored=1.648,
+    long_coverage=-8.069,
+    long_word_recall=7.936,
+    long_anchored=0.647,
 )
 # the word-piece vectors the aligned weights were fitted on; another model needs its own fit
 TOKEN_MODEL = "minilm"

@@ -1,0 +1,384 @@
+"""Scoring while a run is asked: a second process scores and stores the answers as they
+arrive, so that with a spare core the scores are ready soon after the last answer.
+
+When (:func:`pipelines`): ``score_while_asking`` (on by default), the local executor, a store
+on disk, no judge (its budget and cache belong to one process), every metric family
+importable by name (none registered in this process only), at least two CPUs and
+PIPELINE_MIN_CASES cases to ask. Otherwise the run is scored after asking, in this process.
+
+This process asks and hands each answer to :class:`AnswerWriter`, a thread with a connection of
+its own that commits answers a few at a time, so the event loop never waits on the scoring
+process's writes. The scoring process (:func:`main`) reads the
+answered cases in order, scores and stores them a chunk at a time. A metric with a run-wide
+statistic (``Metric.prepare_run``: TF-IDF redundancy) cannot be scored before the last
+answer: its row is stored as a placeholder in its place and replaced once asking has ended.
+Then each batch of ``BATCH_CASES`` cases goes to the score columns, the run file and the
+performance tally as :func:`~ragmeter.runner.scoring.score_run` gives them, so the scores, the
+store's rows, the scorecard and the run file are the same as scoring after asking (a test).
+If the process dies without a word, the run is scored here after asking instead.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from ragmeter.config import EvalConfig
+from ragmeter.metrics.base import Metric, SkipScore
+from ragmeter.metrics.performance import apply_prices
+from ragmeter.metrics.performance_tally import PerformanceTally
+from ragmeter.models import Case, CaseResult, Response, RunRecord, Score
+from ragmeter.runfile import RunFileWriter
+from ragmeter.runner.background import in_daemon_thread
+from ragmeter.runner.scoring import (
+    ScoringStoppedError,
+    _cleared_on_failure,
+    finish_scoring,
+    paused_gc,
+    prepare_whole_run,
+    run_metrics,
+    score_results,
+)
+from ragmeter.scoring.columns import ScoreColumns
+from ragmeter.store import streams
+from ragmeter.store.sqlite import RunStore
+
+# fewer cases to ask than this: starting a process costs more than it saves
+PIPELINE_MIN_CASES = 500
+# cases the scoring process scores and stores at a time, at most
+PIPELINE_CHUNK = 250
+# how long the scoring process waits before looking for new answers
+POLL_S = 0.02
+# how often the answer writer commits what has arrived: rarely enough that its thread seldom
+# takes the interpreter from the asking, often enough that an answer is soon durable
+COMMIT_EVERY_S = 0.05
+PENDING_REASON = "scored once every answer is in (a run-wide statistic)"
+_ASKED, _STOP = b"a", b"s"
+
+
+def pipelines(config: EvalConfig, local_executor: bool, pending: int) -> bool:
+    """Whether this run's answers are scored in a second process while it is asked."""
+    from ragmeter.registry import registry
+
+    families = list(config.metrics)
+    return (
+        config.score_while_asking
+        and local_executor
+        and config.store != ":memory:"
+        and not config.judge
+        and pending >= PIPELINE_MIN_CASES
+        and (os.cpu_count() or 1) > 1
+        and all(registry.origin("metrics", name) != "registered" for name in families)
+    )
+
+
+class AnswerWriter:
+    """``save_result`` for a run being asked: the answers are committed by a thread with a
+    connection of its own, every COMMIT_EVERY_S what has arrived, so the asking never waits
+    for the store's write lock (the scoring process writes too). :meth:`close` commits what
+    is left and raises the thread's error, if it had one."""
+
+    def __init__(self, store_path: str, run_id: str) -> None:
+        self._answers: queue.SimpleQueue[CaseResult | None] = queue.SimpleQueue()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(
+            target=self._commit, args=(store_path, run_id), name="ragmeter-answers", daemon=True
+        )
+        self._thread.start()
+
+    def save_result(self, run_id: str, result: CaseResult) -> None:
+        if self._error is not None:
+            raise self._error
+        self._answers.put(result)
+
+    def _commit(self, store_path: str, run_id: str) -> None:
+        try:
+            store = RunStore(store_path)
+        except BaseException as exc:
+            self._error = exc
+            return
+        try:
+            ended = False
+            while not ended:
+                time.sleep(COMMIT_EVERY_S)
+                group = [self._answers.get()]
+                while True:
+                    try:
+                        group.append(self._answers.get_nowait())
+                    except queue.Empty:
+                        break
+                answers = [answer for answer in group if answer is not None]
+                ended = len(answers) < len(group)
+                if answers:
+                    store.save_results(run_id, answers)
+        except BaseException as exc:
+            self._error = exc
+        finally:
+            store.close()
+
+    def close(self) -> None:
+        self._answers.put(None)
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+
+
+@dataclass
+class _Job:
+    config: EvalConfig
+    run_id: str
+    run_file: str
+    batch: int
+    chunk: int
+
+
+class ScoringProcess:
+    """The asking side of the scoring process: :meth:`start` it before asking, :meth:`finish` once
+    every answer is stored, :meth:`stop` when the run is interrupted or fails."""
+
+    def __init__(self, process: subprocess.Popen[bytes]) -> None:
+        self.process = process
+
+    @classmethod
+    def start(cls, config: EvalConfig, run_id: str, run_file: Path) -> ScoringProcess | None:
+        """The process, scoring; None when it cannot be started (the run is then scored
+        after asking, here)."""
+        import ragmeter
+
+        source = str(Path(ragmeter.__file__).resolve().parents[1])  # the child imports this copy
+        paths = [source, *filter(None, [os.environ.get("PYTHONPATH")])]
+        try:
+            job = pickle.dumps(
+                _Job(config, run_id, str(run_file), streams.BATCH_CASES, PIPELINE_CHUNK)
+            )
+            process = subprocess.Popen(
+                [sys.executable, "-c", "from ragmeter.runner.pipeline import main; main()"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                env={**os.environ, "PYTHONPATH": os.pathsep.join(paths)},
+            )
+        except (OSError, pickle.PicklingError, TypeError, AttributeError):
+            return None
+        scoring = cls(process)
+        scoring._send(len(job).to_bytes(8, "big") + job)
+        return scoring
+
+    def _send(self, data: bytes) -> None:
+        stdin = self.process.stdin
+        assert stdin is not None
+        try:
+            stdin.write(data)
+            stdin.flush()
+        except (BrokenPipeError, OSError):
+            pass  # the process is gone: finish() finds no reply
+
+    async def finish(self) -> bool:
+        """Tell the process asking has ended and wait for it: True once the run is scored and
+        its run file written; False if the process died without a word (score it here).
+        Raises what the process raised (ScoringStoppedError if it was stopped)."""
+        self._send(_ASKED)
+        reply = await in_daemon_thread(self._reply)
+        if reply is None:
+            warnings.warn(
+                f"the scoring process ended without a reply (exit code "
+                f"{self.process.returncode}); scoring the run after asking instead",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+            return False
+        if isinstance(reply, BaseException):
+            raise reply
+        return True
+
+    def _reply(self) -> BaseException | bool | None:
+        stdout = self.process.stdout
+        assert stdout is not None
+        try:
+            reply = pickle.load(stdout)
+        except Exception:  # nothing, or not a reply: the process died
+            reply = None
+        self.process.wait()
+        return reply if isinstance(reply, (bool, BaseException)) else None
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        """Stop scoring (the process removes the scores it stored) and wait for it."""
+        self._send(_STOP)
+        try:
+            self.process.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+# --- the scoring process ---------------------------------------------------------------------
+def _pending(case: Case, response: Response) -> float:
+    raise SkipScore(PENDING_REASON)
+
+
+def _placeholder(metric: Metric) -> Metric:
+    return replace(
+        metric, compute=_pending, on_result=None, prepare=None, prepare_run=None, requires=()
+    )
+
+
+def _answers_as_asked(
+    store: RunStore,
+    run_id: str,
+    asked: threading.Event,
+    stop: threading.Event,
+    batch: int,
+    chunk: int,
+) -> Iterator[tuple[list[Case], list[CaseResult]]]:
+    """The run's answered cases in order, as they are stored; no chunk crosses a batch's
+    boundary. Once asking has ended, unanswered cases are passed over (as score_run does)."""
+    last, in_batch = -1, 0
+    while True:
+        ended = asked.is_set()  # read first: every answer stored before it is then seen
+        size = min(chunk, batch - in_batch)
+        if ended:
+            cases, results, last = store.answered_after(run_id, last, size)
+            if not cases:
+                return
+        else:
+            cases, results, last = store.answered_run(run_id, last, size)
+            if not cases:
+                if stop.is_set():
+                    raise ScoringStoppedError(run_id)
+                time.sleep(POLL_S)
+                continue
+        in_batch = (in_batch + len(cases)) % batch
+        yield cases, results
+
+
+def _put_back(scores: list[Score], real: list[Score], slots: list[int], per_case: int) -> None:
+    """Put each case's scores of the held metrics (``real``) in their ``slots``."""
+    held = len(slots)
+    for case in range(len(real) // held if held else 0):
+        for k, slot in enumerate(slots):
+            scores[case * per_case + slot] = real[case * held + k]
+
+
+@paused_gc()
+def score_following(
+    store: RunStore,
+    run_id: str,
+    config: EvalConfig,
+    stop: threading.Event,
+    asked: threading.Event,
+    sink: Any,
+    batch: int | None = None,
+    chunk: int = PIPELINE_CHUNK,
+) -> RunRecord:
+    """:func:`~ragmeter.runner.scoring.score_run` of a run still being asked (``asked`` is
+    set when it no longer is)."""
+    batch = batch or streams.BATCH_CASES
+    metrics = run_metrics(config, run_id)
+    slots = [i for i, metric in enumerate(metrics) if metric.prepare_run is not None]
+    held = [metrics[i] for i in slots]
+    early = [_placeholder(m) if m.prepare_run is not None else m for m in metrics]
+    store.clear_scores(run_id)
+    tally = PerformanceTally()
+    with ScoreColumns(metrics, config.breakdowns) as columns, _cleared_on_failure(store, run_id):
+        kept: list[tuple[list[Case], list[CaseResult], list[Score]]] | None = []
+        scored = 0
+        for cases, results in _answers_as_asked(store, run_id, asked, stop, batch, chunk):
+            scores = score_results(cases, results, early, stop)
+            store.add_scores(run_id, scores)
+            scored += len(cases)
+            if kept is not None:  # the run's first batch, while it may be its only one
+                kept = kept if scored <= batch else None
+                if kept is not None:
+                    kept.append((cases, results, scores))
+        if held and kept is None:  # more than one batch: the statistic sees the whole run
+            prepare_whole_run(store, run_id, held, batch)
+        if kept is None:
+            batches: Any = store.scored_batches(run_id, batch)
+        else:
+            batches = [_joined(kept)] if kept else []
+            del kept
+        for cases, results, scores in batches:
+            if held:
+                real = score_results(cases, results, held, stop)
+                _put_back(scores, real, slots, len(metrics))
+                store.update_scores(run_id, real)
+            columns.add(cases, scores)
+            sink(results, scores)
+            tally.add(results, apply_prices(results, config.prices), cases)
+        return finish_scoring(store, run_id, config, metrics, columns, tally, stop)
+
+
+def _joined(
+    parts: list[tuple[list[Case], list[CaseResult], list[Score]]],
+) -> tuple[list[Case], list[CaseResult], list[Score]]:
+    return (
+        [case for part in parts for case in part[0]],
+        [result for part in parts for result in part[1]],
+        [score for part in parts for score in part[2]],
+    )
+
+
+def _read_exactly(size: int) -> bytes:
+    data = b""
+    while len(data) < size:
+        more = os.read(0, size - len(data))  # unbuffered: the controls follow the job
+        if not more:
+            raise EOFError("the asking process closed the pipe")
+        data += more
+    return data
+
+
+def _read_controls(asked: threading.Event, stop: threading.Event) -> None:
+    while True:
+        try:
+            control = os.read(0, 1)
+        except OSError:
+            control = b""
+        if control == _ASKED:
+            asked.set()
+        elif control == _STOP or not control:  # stopped, or the asking process is gone
+            stop.set()
+            asked.set()
+            return
+
+
+def main() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C reaches the asking process too
+    replies = os.dup(1)
+    os.dup2(2, 1)  # only the reply goes to the asking process; anything printed, to stderr
+    job: _Job = pickle.loads(_read_exactly(int.from_bytes(_read_exactly(8), "big")))
+    asked, stop = threading.Event(), threading.Event()
+    threading.Thread(target=_read_controls, args=(asked, stop), daemon=True).start()
+    reply: BaseException | bool
+    try:
+        store = RunStore(job.config.store)
+        writer = RunFileWriter(Path(job.run_file))
+        try:
+            final = score_following(
+                store, job.run_id, job.config, stop, asked, writer.add, job.batch, job.chunk
+            )
+            writer.finish(final)
+        finally:
+            writer.close()
+            store.close()
+        reply = True
+    except BaseException as exc:
+        reply = exc
+    try:
+        data = pickle.dumps(reply)
+        pickle.loads(data)  # an error that does not come back whole comes back as its text
+    except Exception:
+        data = pickle.dumps(RuntimeError(f"{type(reply).__name__}: {reply}"))
+    with os.fdopen(replies, "wb") as out:
+        out.write(data)
+    os._exit(0)  # not waiting for the control reader, blocked on the pipe

@@ -1,0 +1,225 @@
+"""Scoring while a run is asked (``runner.pipeline``): a second process scores the answers as
+they are stored, and every number, store row and run file byte is the one scoring after the
+last answer gives."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ragmeter.runfile import RunFileWriter
+from ragmeter.runner import pipeline
+from ragmeter.runner.engine import evaluate
+from ragmeter.runner.records import new_run_record
+from ragmeter.store import streams
+from ragmeter.store.errors import RunNotFoundError
+from ragmeter.store.sqlite import RunStore
+from tests.test_streaming import _config, _replay_files, _without_ids
+
+
+@pytest.fixture
+def finishes(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """What each scoring process's ``finish`` said (True: it scored the run)."""
+    said: list[bool] = []
+    original = pipeline.ScoringProcess.finish
+
+    async def recorded(self: pipeline.ScoringProcess) -> bool:
+        outcome = await original(self)
+        said.append(outcome)
+        return outcome
+
+    monkeypatch.setattr(pipeline.ScoringProcess, "finish", recorded)
+    monkeypatch.setattr(pipeline, "PIPELINE_MIN_CASES", 1)
+    return said
+
+
+def _rows(store: str) -> list[tuple[Any, ...]]:
+    with sqlite3.connect(store) as db:
+        return db.execute(
+            "SELECT case_id, metric, value, status, reason, details_json FROM scores ORDER BY rowid"
+        ).fetchall()
+
+
+def _same_run(first: Any, second: Any) -> None:
+    assert _rows(second.record.config["store"]) == _rows(first.record.config["store"])
+    assert second.record.scorecard == first.record.scorecard
+    assert second.record.breakdowns == first.record.breakdowns
+    assert second.record.performance == first.record.performance
+    assert second.record.weighted_score == first.record.weighted_score
+    one = json.loads(first.run_file.read_text(encoding="utf-8"))
+    two = json.loads(second.run_file.read_text(encoding="utf-8"))
+    assert _without_ids(two) == _without_ids(one)
+
+
+@pytest.mark.parametrize("batch", [7, streams.BATCH_CASES])
+def test_a_run_scored_while_asked_equals_the_run_scored_after(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, finishes: list[bool], batch: int
+) -> None:
+    dataset, replay = _replay_files(tmp_path, 2)  # 174 cases
+    monkeypatch.setattr(streams, "BATCH_CASES", batch)  # 7: 25 batches, read back from the store
+    monkeypatch.setattr(pipeline, "PIPELINE_CHUNK", 3)
+    after = evaluate(
+        _config(tmp_path, dataset, replay, "after").model_copy(update={"score_while_asking": False})
+    )
+    assert finishes == []
+    while_asked = evaluate(_config(tmp_path, dataset, replay, "while"))
+    assert finishes == [True]  # scored by the second process
+
+    _same_run(after, while_asked)
+    values = {s.metric: s for s in while_asked.scores}
+    assert values["redundancy_tfidf"].status == "ok"  # the run-wide statistic, filled in
+    assert not any(s.reason == pipeline.PENDING_REASON for s in while_asked.scores)
+    assert len(while_asked.scores) == 174 * len({s.metric for s in after.scores})
+
+
+def test_a_scoring_process_that_dies_leaves_the_run_scored_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, finishes: list[bool]
+) -> None:
+    dataset, replay = _replay_files(tmp_path, 1)
+    after = evaluate(
+        _config(tmp_path, dataset, replay, "after").model_copy(update={"score_while_asking": False})
+    )
+    false = shutil.which("false")
+    assert false is not None
+    monkeypatch.setattr(sys, "executable", false)  # the "process" exits at once, saying nothing
+    with pytest.warns(RuntimeWarning, match="scoring process ended without a reply"):
+        recovered = evaluate(_config(tmp_path, dataset, replay, "recovered"))
+    assert finishes == [False]
+    assert recovered.record.status == "completed"
+    _same_run(after, recovered)
+
+
+def test_an_error_in_the_scoring_process_reaches_the_caller_and_the_run_stays_unfinished(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, finishes: list[bool]
+) -> None:
+    dataset, replay = _replay_files(tmp_path, 1)
+    original = pipeline.ScoringProcess.start.__func__  # type: ignore[attr-defined]
+
+    def astray(cls: Any, config: Any, run_id: str, run_file: Path) -> Any:
+        return original(cls, config, "no-such-run", run_file)  # the process fails at the end
+
+    monkeypatch.setattr(pipeline.ScoringProcess, "start", classmethod(astray))
+    config = _config(tmp_path, dataset, replay, "broken")
+    with pytest.raises(RunNotFoundError, match="no-such-run"):
+        evaluate(config)
+    assert finishes == []  # finish raised the process's error
+    with sqlite3.connect(config.store) as db:
+        assert db.execute("SELECT status FROM runs").fetchall() == [("running",)]
+        assert db.execute("SELECT COUNT(*) FROM responses").fetchone() == (87,)
+
+
+def test_ragmeter_eval_scores_while_asking_by_default(tmp_path: Path) -> None:
+    """The real CLI, 522 replayed cases (over the 500 that start a scoring process): the run
+    file and the store's score rows equal those of ``RAGMETER_SCORE_WHILE_ASKING=false``."""
+    dataset, replay = _replay_files(tmp_path, 6)
+    documents, rows = [], []
+    for label, env in (("while", {}), ("after", {"RAGMETER_SCORE_WHILE_ASKING": "false"})):
+        store, output = tmp_path / f"{label}.db", tmp_path / label
+        command = [sys.executable, "-m", "ragmeter", "eval", "--dataset", str(dataset)]
+        command += ["--target", f"replay:{replay}", "--store", str(store), "--no-progress"]
+        command += ["--output-dir", str(output)]
+        command += ["--metrics", "retrieval,lexical,context,grounding,citation,performance"]
+        done = subprocess.run(
+            command,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env={**os.environ, **env},
+        )
+        assert done.returncode == 0, done.stderr
+        assert "Traceback" not in done.stderr and "Warning" not in done.stderr
+        (run_file,) = output.glob("*.json")
+        documents.append(_without_ids(json.loads(run_file.read_text(encoding="utf-8"))))
+        rows.append(_rows(str(store)))
+    assert len(documents[0]["cases"]) == 522
+    assert documents[0] == documents[1]
+    assert rows[0] == rows[1]
+
+
+def test_scoring_follows_answers_stored_out_of_order(tmp_path: Path) -> None:
+    """``score_following`` while the answers arrive shuffled, a few at a time: it scores only
+    answered cases with none unanswered before them, yet ends with the rows, scorecard and run
+    file cases of scoring after asking."""
+
+    dataset, replay = _replay_files(tmp_path, 1)
+    config = _config(tmp_path, dataset, replay, "after").model_copy(
+        update={"score_while_asking": False}
+    )
+    after = evaluate(config)
+    following = config.model_copy(update={"store": str(tmp_path / "following.db")})
+    store = RunStore(following.store)
+    record = new_run_record(following, [str(dataset)], len(after.cases), run_id="follow")
+    store.add_cases(record.id, after.cases, 0)
+    store.insert_run(record, len(after.cases))
+    asked, stop = threading.Event(), threading.Event()
+    outcome: dict[str, Any] = {}
+
+    def follow() -> None:
+        own = RunStore(following.store)
+        writer = RunFileWriter(tmp_path / "following.json")
+        try:
+            final = pipeline.score_following(
+                own, "follow", following, stop, asked, writer.add, 7, 3
+            )
+            outcome["path"] = writer.finish(final)
+        except BaseException as exc:
+            outcome["error"] = exc
+        finally:
+            own.close()
+
+    thread = threading.Thread(target=follow)
+    thread.start()
+    answers = list(after.results)
+    random.Random(3).shuffle(answers)
+    for start in range(0, len(answers), 5):
+        store.save_results("follow", answers[start : start + 5])
+        time.sleep(0.01)
+    asked.set()
+    thread.join(60)
+    assert "error" not in outcome, outcome.get("error")
+    assert _rows(following.store) == _rows(config.store)
+    assert store.get_run("follow").scorecard == after.record.scorecard
+    store.close()
+    mine = json.loads(outcome["path"].read_text(encoding="utf-8"))["cases"]
+    theirs = json.loads(after.run_file.read_text(encoding="utf-8"))["cases"]
+    assert [{k: v for k, v in c.items() if k != "latency_ms"} for c in mine] == [
+        {k: v for k, v in c.items() if k != "latency_ms"} for c in theirs
+    ]
+
+
+def test_the_answered_run_stops_at_the_first_unanswered_case(tmp_path: Path) -> None:
+
+    dataset, replay = _replay_files(tmp_path, 1)
+    config = _config(tmp_path, dataset, replay, "done").model_copy(
+        update={"score_while_asking": False}
+    )
+    done = evaluate(config)
+    store = RunStore(str(tmp_path / "partial.db"))
+
+    record = new_run_record(config, [str(dataset)], 6, run_id="partial")
+    store.add_cases(record.id, done.cases[:6], 0)
+    store.insert_run(record, 6)
+    store.save_results("partial", [done.results[i] for i in (0, 1, 3, 5)])
+    cases, results, last = store.answered_run("partial", -1, 10)
+    assert (
+        [c.case_id for c in cases]
+        == [r.case_id for r in results]
+        == [c.case_id for c in done.cases[:2]]
+    )
+    assert last == 1
+    assert store.answered_run("partial", last, 10) == ([], [], 1)  # case 2 is still asked
+    cases, _, last = store.answered_after("partial", 1, 10)  # asking has ended: gaps skipped
+    assert [c.case_id for c in cases] == [done.cases[3].case_id, done.cases[5].case_id]
+    assert last == 5
+    store.close()
