@@ -468,3 +468,24 @@ def test_a_slow_case_does_not_hold_up_the_next_batch(tmp_path, monkeypatch):
     outcome = evaluate(config, cases=cases, target=target)
     assert [r.status for r in outcome.results] == ["ok"] * 30
     assert target.started.index("c12") < len(target.started) - 1
+
+
+def test_the_cases_stored_are_reported_batch_by_batch(tmp_path, monkeypatch):
+    import asyncio
+
+    from ragmeter.runner.engine import run_evaluation_async
+
+    dataset, replay = _replay_files(tmp_path, 1)  # 87 cases
+    monkeypatch.setattr(streams, "BATCH_CASES", 20)
+    heard: list[int] = []
+    started: list[int] = []
+    outcome = asyncio.run(
+        run_evaluation_async(
+            _config(tmp_path, dataset, replay, "heard"),
+            on_stored=heard.append,
+            on_start=lambda record, pending: started.append(pending),
+        )
+    )
+    assert heard == [20, 40, 60, 80, 87]
+    assert started == [87]
+    assert len(outcome.results) == 87

@@ -43,15 +43,22 @@ def run_with_progress(config: EvalConfig, resume: str | None, verbose: bool = Tr
 
     def on_start(record: RunRecord, pending: int) -> None:
         started.append(record)
-        progress.update(task_id, description=f"run {record.id}", total=pending)
+        progress.update(task_id, description=f"run {record.id}", total=pending, completed=0)
 
     def on_progress(done: int, total: int) -> None:
         progress.update(task_id, completed=done)
 
+    def on_stored(count: int) -> None:
+        progress.update(task_id, description="reading cases", completed=count)
+
     async def drive() -> RunOutcome:
         _stop_on_signals(asyncio.get_running_loop(), received, started, config.store)
         return await run_evaluation_async(
-            config, resume=resume, on_start=on_start, on_progress=on_progress
+            config,
+            resume=resume,
+            on_start=on_start,
+            on_progress=on_progress,
+            on_stored=on_stored,
         )
 
     try:

@@ -188,8 +188,11 @@ async def run_evaluation_async(
     resume: str | None = None,
     on_progress: ProgressHook | None = None,
     on_start: Callable[[RunRecord, int], None] | None = None,
+    on_stored: Callable[[int], None] | None = None,
 ) -> RunOutcome:
     """Check everything that can be checked, ask the pending cases, score and store the run.
+    ``on_stored`` hears how many cases are stored, batch by batch, while a new run's cases
+    are read (a large dataset takes minutes); ``on_start`` the run and its pending count.
 
     Nothing is asked before the names, options, cases, store and judges have been checked; an
     interruption (Ctrl-C, SIGTERM, cancellation) at any stage leaves the run ``interrupted``
@@ -220,7 +223,7 @@ async def run_evaluation_async(
     store = RunStore(config.store)
     try:
         if resume is None:
-            summary = store_new_cases(store, run_id, batches)
+            summary = store_new_cases(store, run_id, batches, on_stored)
             if not checked:
                 config = check_new_cases(config, summary, named)
         else:

@@ -9,7 +9,7 @@ are cases given as objects.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from ragmeter.config import EvalConfig
 from ragmeter.datasets import DATASET_SPEC_KEY, load_datasets
@@ -68,14 +68,22 @@ def case_batches(
         yield chosen[start : start + size]
 
 
-def store_new_cases(store: RunStore, run_id: str, batches: Iterator[list[Case]]) -> CaseSummary:
+def store_new_cases(
+    store: RunStore,
+    run_id: str,
+    batches: Iterator[list[Case]],
+    on_stored: Callable[[int], None] | None = None,
+) -> CaseSummary:
     """Store the batches as the cases of the run ``run_id`` (not visible until its run row is
-    inserted); whatever stops it (a dataset problem, an interruption) leaves no case behind."""
+    inserted); whatever stops it (a dataset problem, an interruption) leaves no case behind.
+    ``on_stored`` hears the count of cases stored after each batch."""
     summary = CaseSummary()
     try:
         for batch in batches:
             store.add_cases(run_id, batch, summary.count)
             summary.add(batch)
+            if on_stored is not None:
+                on_stored(summary.count)
     except BaseException:
         store.delete_orphan_cases(run_id)
         raise

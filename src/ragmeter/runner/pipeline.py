@@ -167,6 +167,7 @@ class ScoringProcess:
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 env={**os.environ, "PYTHONPATH": os.pathsep.join(paths)},
+                start_new_session=True,  # a Ctrl-C at the terminal reaches the asking process only
             )
         except (OSError, pickle.PicklingError, TypeError, AttributeError):
             return None
