@@ -106,8 +106,9 @@ def test_an_error_in_the_scoring_process_reaches_the_caller_and_the_run_stays_un
     dataset, replay = _replay_files(tmp_path, 1)
     original = pipeline.ScoringProcess.start.__func__  # type: ignore[attr-defined]
 
-    def astray(cls: Any, config: Any, run_id: str, run_file: Path) -> Any:
-        return original(cls, config, "no-such-run", run_file)  # the process fails at the end
+    def astray(cls: Any, config: Any, run_id: str, run_file: Path, spawned: Any = None) -> Any:
+        # the process fails at the end
+        return original(cls, config, "no-such-run", run_file, spawned)
 
     monkeypatch.setattr(pipeline.ScoringProcess, "start", classmethod(astray))
     config = _config(tmp_path, dataset, replay, "broken")

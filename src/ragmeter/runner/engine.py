@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeoutError
 from contextlib import suppress
@@ -44,6 +44,7 @@ from ragmeter.runner.scoring import (
     score_run,
 )
 from ragmeter.runner.selection import for_perspectives
+from ragmeter.store import streams
 from ragmeter.store.sqlite import RunStore
 from ragmeter.targets import Target, build_target
 from ragmeter.targets.index_stats import fetch_index_stats
@@ -211,6 +212,7 @@ async def run_evaluation_async(
     summary = CaseSummary()
     named = target is not None or preflight.target_was_named(config)
     checked = False
+    whole: list[Case] | None = None  # a new run's cases when they are one batch, in memory
     if resume is None:
         # a dataset of one batch is read and checked whole before anything is written
         batches = case_batches(config, cases)
@@ -219,9 +221,15 @@ async def run_evaluation_async(
         if second is None:
             config = check_new_cases(config, CaseSummary.of(first), named)
             checked = True
+            whole = first
         batches = chain([first], [second] if second is not None else [], batches)
     store = RunStore(config.store)
+    spawned = None  # a scoring process importing ragmeter while the cases are stored
     try:
+        if resume is None and config.executor == "local":
+            expected = len(first) if second is None else streams.BATCH_CASES + 1
+            if pipelines(config, True, expected):
+                spawned = ScoringProcess.spawn()
         if resume is None:
             summary = store_new_cases(store, run_id, batches, on_stored)
             if not checked:
@@ -269,7 +277,8 @@ async def run_evaluation_async(
                 scoring = None
                 scored_elsewhere = False  # by the scoring process, run file included
                 if pipelines(config, isinstance(executor, LocalExecutor), pending):
-                    scoring = ScoringProcess.start(config, record.id, path)
+                    scoring = ScoringProcess.start(config, record.id, path, spawned)
+                    spawned = None
                 try:
                     if record.index_stats is None:  # once per run (a resumed run has them)
                         await store_index_stats(target, store, record, config.case_timeout_s)
@@ -277,7 +286,7 @@ async def run_evaluation_async(
                         await ask_pending(executor, target, store, record.id, pending, on_progress)
                     else:
                         await ask_while_scoring(
-                            config, target, store, record.id, pending, on_progress
+                            config, target, store, record.id, pending, on_progress, whole
                         )
                     if owns_target:
                         await target.aclose()
@@ -319,6 +328,8 @@ async def run_evaluation_async(
         outcome = RunOutcome(final, run_file=run_file, store=config.store)
         return outcome.load(store) if config.store == ":memory:" else outcome
     finally:
+        if spawned is not None:  # not needed after all
+            spawned.cancel()
         if resume is None:  # a no-op once the run row exists
             with suppress(StoreError):  # never in place of the error that stopped the run
                 store.delete_orphan_cases(run_id)  # refused before the run was created
@@ -339,12 +350,18 @@ async def ask_while_scoring(
     run_id: str,
     pending: int,
     on_progress: ProgressHook | None,
+    cases: list[Case] | None = None,
 ) -> None:
     """``ask_pending`` for a run whose answers a second process scores as they are stored
-    (``runner.pipeline``): the answers are committed by a thread of their own."""
+    (``runner.pipeline``): the answers are committed by a thread of their own. ``cases``:
+    the run's cases, all pending, when they are at hand (not read back from the store)."""
     answers = AnswerWriter(config.store, run_id)
     try:
-        stream = (case for batch in store.pending_batches(run_id) for case in batch)
+        stream: Iterable[Case] = (
+            cases
+            if cases is not None
+            else (case for batch in store.pending_batches(run_id) for case in batch)
+        )
         await query_cases(
             target,
             stream,

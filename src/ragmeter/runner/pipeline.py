@@ -27,9 +27,9 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 import warnings
 from collections.abc import Iterator
+from contextlib import suppress
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -63,6 +63,8 @@ POLL_S = 0.02
 # how often the answer writer commits what has arrived: rarely enough that its thread seldom
 # takes the interpreter from the asking, often enough that an answer is soon durable
 COMMIT_EVERY_S = 0.05
+# how much lower the scoring process's CPU priority is than the asking process's
+SCORING_NICENESS = 10
 PENDING_REASON = "scored once every answer is in (a run-wide statistic)"
 _ASKED, _STOP = b"a", b"s"
 
@@ -91,6 +93,7 @@ class AnswerWriter:
 
     def __init__(self, store_path: str, run_id: str) -> None:
         self._answers: queue.SimpleQueue[CaseResult | None] = queue.SimpleQueue()
+        self._closing = threading.Event()  # commit what is left now, not at the next tick
         self._error: BaseException | None = None
         self._thread = threading.Thread(
             target=self._commit, args=(store_path, run_id), name="ragmeter-answers", daemon=True
@@ -111,7 +114,7 @@ class AnswerWriter:
         try:
             ended = False
             while not ended:
-                time.sleep(COMMIT_EVERY_S)
+                self._closing.wait(COMMIT_EVERY_S)
                 group = [self._answers.get()]
                 while True:
                     try:
@@ -129,6 +132,7 @@ class AnswerWriter:
 
     def close(self) -> None:
         self._answers.put(None)
+        self._closing.set()
         self._thread.join()
         if self._error is not None:
             raise self._error
@@ -144,24 +148,22 @@ class _Job:
 
 
 class ScoringProcess:
-    """The asking side of the scoring process: :meth:`start` it before asking, :meth:`finish` once
-    every answer is stored, :meth:`stop` when the run is interrupted or fails."""
+    """The asking side of the scoring process: :meth:`spawn` it early (it imports ragmeter
+    while the cases are stored), :meth:`start` its run before asking, :meth:`finish` once
+    every answer is stored, :meth:`stop` when the run is interrupted or fails, :meth:`cancel`
+    when it is not needed after all."""
 
     def __init__(self, process: subprocess.Popen[bytes]) -> None:
         self.process = process
 
     @classmethod
-    def start(cls, config: EvalConfig, run_id: str, run_file: Path) -> ScoringProcess | None:
-        """The process, scoring; None when it cannot be started (the run is then scored
-        after asking, here)."""
+    def spawn(cls) -> ScoringProcess | None:
+        """A scoring process waiting for its run; None when it cannot be started."""
         import ragmeter
 
         source = str(Path(ragmeter.__file__).resolve().parents[1])  # the child imports this copy
         paths = [source, *filter(None, [os.environ.get("PYTHONPATH")])]
         try:
-            job = pickle.dumps(
-                _Job(config, run_id, str(run_file), streams.BATCH_CASES, PIPELINE_CHUNK)
-            )
             process = subprocess.Popen(
                 [sys.executable, "-c", "from ragmeter.runner.pipeline import main; main()"],
                 stdin=subprocess.PIPE,
@@ -169,11 +171,39 @@ class ScoringProcess:
                 env={**os.environ, "PYTHONPATH": os.pathsep.join(paths)},
                 start_new_session=True,  # a Ctrl-C at the terminal reaches the asking process only
             )
-        except (OSError, pickle.PicklingError, TypeError, AttributeError):
+        except OSError:
             return None
-        scoring = cls(process)
+        return cls(process)
+
+    @classmethod
+    def start(
+        cls,
+        config: EvalConfig,
+        run_id: str,
+        run_file: Path,
+        spawned: ScoringProcess | None = None,
+    ) -> ScoringProcess | None:
+        """A process (``spawned``, else a new one) scoring the run ``run_id`` as it is asked;
+        None when there is none (the run is then scored after asking, here)."""
+        scoring = spawned or cls.spawn()
+        if scoring is None:
+            return None
+        try:
+            job = pickle.dumps(
+                _Job(config, run_id, str(run_file), streams.BATCH_CASES, PIPELINE_CHUNK)
+            )
+        except (pickle.PicklingError, TypeError, AttributeError):
+            scoring.cancel()
+            return None
         scoring._send(len(job).to_bytes(8, "big") + job)
         return scoring
+
+    def cancel(self) -> None:
+        """End a process that was given no run (it exits when its input closes)."""
+        with suppress(OSError):
+            if self.process.stdin is not None:
+                self.process.stdin.close()
+        self.stop()
 
     def _send(self, data: bytes) -> None:
         stdin = self.process.stdin
@@ -214,7 +244,8 @@ class ScoringProcess:
 
     def stop(self, timeout_s: float = 30.0) -> None:
         """Stop scoring (the process removes the scores it stored) and wait for it."""
-        self._send(_STOP)
+        if self.process.stdin is not None and not self.process.stdin.closed:
+            self._send(_STOP)
         try:
             self.process.wait(timeout_s)
         except subprocess.TimeoutExpired:
@@ -256,7 +287,7 @@ def _answers_as_asked(
             if not cases:
                 if stop.is_set():
                     raise ScoringStoppedError(run_id)
-                time.sleep(POLL_S)
+                asked.wait(POLL_S)  # returns at once when asking ends
                 continue
         in_batch = (in_batch + len(cases)) % batch
         yield cases, results
@@ -295,7 +326,7 @@ def score_following(
         scored = 0
         for cases, results in _answers_as_asked(store, run_id, asked, stop, batch, chunk):
             scores = score_results(cases, results, early, stop)
-            store.add_scores(run_id, scores)
+            store.add_scores(run_id, scores, checkpoint=False)  # a checkpoint each chunk: slow
             scored += len(cases)
             if kept is not None:  # the run's first batch, while it may be its only one
                 kept = kept if scored <= batch else None
@@ -355,9 +386,14 @@ def _read_controls(asked: threading.Event, stop: threading.Event) -> None:
 
 def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C reaches the asking process too
+    with suppress(OSError):  # idle cores first: the asking and a local target come first
+        os.nice(SCORING_NICENESS)
     replies = os.dup(1)
     os.dup2(2, 1)  # only the reply goes to the asking process; anything printed, to stderr
-    job: _Job = pickle.loads(_read_exactly(int.from_bytes(_read_exactly(8), "big")))
+    try:
+        job: _Job = pickle.loads(_read_exactly(int.from_bytes(_read_exactly(8), "big")))
+    except EOFError:  # cancelled: no run for this process
+        os._exit(0)
     asked, stop = threading.Event(), threading.Event()
     threading.Thread(target=_read_controls, args=(asked, stop), daemon=True).start()
     reply: BaseException | bool

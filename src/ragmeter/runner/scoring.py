@@ -13,13 +13,11 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragmeter.config import EvalConfig
-from ragmeter.judges import JudgeSettings, judge_settings
 from ragmeter.metrics import MetricSettings, resolve_metrics, score_case
 from ragmeter.metrics.base import Metric, score_response
-from ragmeter.metrics.grounding.nli import check_grounding_model
 from ragmeter.metrics.performance import apply_prices
 from ragmeter.metrics.performance_tally import PerformanceTally
 from ragmeter.models import Case, CaseResult, Response, RunRecord, Score, Scorecard
@@ -34,6 +32,9 @@ from ragmeter.scoring.weighted import weighted_score
 from ragmeter.store import streams
 from ragmeter.store.sqlite import RunStore
 
+if TYPE_CHECKING:  # imported when a run has a judge: the scoring process starts without HTTP
+    from ragmeter.judges import JudgeSettings
+
 
 def judge_for(
     config: EvalConfig, run_id: str | None, spec: str | None = None
@@ -43,6 +44,8 @@ def judge_for(
     spec = spec or config.judge
     if not spec:
         return None
+    from ragmeter.judges import judge_settings
+
     return judge_settings(
         spec,
         store=config.store,
@@ -189,6 +192,8 @@ def check_scoring_config(config: EvalConfig) -> None:
         config.reference_cost_usd,
         config.reference_latency_ms,
     )
+    from ragmeter.metrics.grounding.nli import check_grounding_model
+
     check_grounding_model(config.grounding_model)
 
 

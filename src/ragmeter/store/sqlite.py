@@ -48,6 +48,7 @@ _SQLITE_MAGIC = b"SQLite format 3\x00"
 WAL_AUTOCHECKPOINT_PAGES = 10_000
 # scores one INSERT statement writes (7 parameters each: 700, under SQLite's oldest limit, 999)
 SCORES_PER_INSERT = 100
+ANSWERS_PER_INSERT = 32
 # details dicts whose JSON ``score_rows`` keeps while writing a run's scores
 _SHARED_DETAILS_KEPT = 4096
 
@@ -341,7 +342,9 @@ class RunStore(RunStreams):
         first answer."""
         answers = (rows.response_row(run_id, r) for r in results)
         with self._errors(f"saving answers of run {run_id}"):
-            self._write_chunks(rows.INSERT_RESPONSE, answers)
+            # many rows a statement: one step of SQLite, so a thread saving answers seldom
+            # hands the interpreter back and forth with the thread that asks
+            self._write_chunks(rows.INSERT_RESPONSE, answers, ANSWERS_PER_INSERT)
 
     def get_results(self, run_id: str) -> list[CaseResult]:
         """The stored answers in case order. A stored row that no longer validates comes back
@@ -363,10 +366,16 @@ class RunStore(RunStreams):
         self.clear_scores(run_id)
         self.add_scores(run_id, scores)
 
-    def add_scores(self, run_id: str, scores: Iterable[Score]) -> None:
-        """Insert scores of a run (a batch of its cases), in chunks of WRITE_CHUNK_ROWS."""
-        with self._errors(f"storing the scores of run {run_id}"), self._checkpoint_after():
-            self._write_chunks(rows.INSERT_SCORE, score_rows(run_id, scores), SCORES_PER_INSERT)
+    def add_scores(self, run_id: str, scores: Iterable[Score], checkpoint: bool = True) -> None:
+        """Insert scores of a run (a batch of its cases), in chunks of WRITE_CHUNK_ROWS; the
+        WAL is checkpointed once after them, unless ``checkpoint`` is false (a writer of many
+        small batches leaves it to SQLite's automatic checkpoint)."""
+        with self._errors(f"storing the scores of run {run_id}"):
+            if not checkpoint:
+                self._write_chunks(rows.INSERT_SCORE, score_rows(run_id, scores), SCORES_PER_INSERT)
+                return
+            with self._checkpoint_after():
+                self._write_chunks(rows.INSERT_SCORE, score_rows(run_id, scores), SCORES_PER_INSERT)
 
     @contextmanager
     def _checkpoint_after(self) -> Iterator[None]:
