@@ -8,8 +8,8 @@ PIPELINE_MIN_CASES cases to ask. Otherwise the run is scored after asking, in th
 
 This process asks and hands each answer to :class:`AnswerWriter`, a thread with a connection of
 its own that commits answers a few at a time, so the event loop never waits on the scoring
-process's writes. The scoring process (:func:`main`) reads the
-answered cases in order, scores and stores them a chunk at a time. A metric with a run-wide
+process's writes. The scoring process (:func:`main`) reads the answered cases in order, scores
+and stores them a chunk at a time. A metric with a run-wide
 statistic (``Metric.prepare_run``: TF-IDF redundancy) cannot be scored before the last
 answer: its row is stored as a placeholder in its place and replaced once asking has ended.
 Then each batch of ``BATCH_CASES`` cases goes to the score columns, the run file and the
@@ -240,7 +240,14 @@ class ScoringProcess:
         except Exception:  # nothing, or not a reply: the process died
             reply = None
         self.process.wait()
+        self._close_pipes()
         return reply if isinstance(reply, (bool, BaseException)) else None
+
+    def _close_pipes(self) -> None:
+        for pipe in (self.process.stdin, self.process.stdout):
+            if pipe is not None:
+                with suppress(OSError):
+                    pipe.close()
 
     def stop(self, timeout_s: float = 30.0) -> None:
         """Stop scoring (the process removes the scores it stored) and wait for it."""
@@ -251,6 +258,7 @@ class ScoringProcess:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+        self._close_pipes()
 
 
 # --- the scoring process ---------------------------------------------------------------------
@@ -386,8 +394,9 @@ def _read_controls(asked: threading.Event, stop: threading.Event) -> None:
 
 def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C reaches the asking process too
-    with suppress(OSError):  # idle cores first: the asking and a local target come first
-        os.nice(SCORING_NICENESS)
+    if hasattr(os, "nice"):  # idle cores first: the asking and a local target come first
+        with suppress(OSError):
+            os.nice(SCORING_NICENESS)
     replies = os.dup(1)
     os.dup2(2, 1)  # only the reply goes to the asking process; anything printed, to stderr
     try:
