@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import random
 import shutil
 import sqlite3
@@ -224,3 +225,115 @@ def test_the_answered_run_stops_at_the_first_unanswered_case(tmp_path: Path) -> 
     assert [c.case_id for c in cases] == [done.cases[3].case_id, done.cases[5].case_id]
     assert last == 5
     store.close()
+
+
+def _half_asked_run(tmp_path: Path) -> tuple[Any, Any]:
+    """A stored run of the demo's 87 cases with 10 answered (still being asked), and its
+    config."""
+    dataset, replay = _replay_files(tmp_path, 1)
+    config = _config(tmp_path, dataset, replay, "after").model_copy(
+        update={"score_while_asking": False}
+    )
+    after = evaluate(config)
+    half = config.model_copy(update={"store": str(tmp_path / "half.db")})
+    store = RunStore(half.store)
+    store.add_cases("half", after.cases, 0)
+    store.insert_run(new_run_record(half, [str(dataset)], len(after.cases), run_id="half"), 87)
+    store.save_results("half", after.results[:10])
+    store.close()
+    return half, after
+
+
+def _score_rows(store: str) -> int:
+    with sqlite3.connect(store) as db:
+        return int(db.execute("SELECT COUNT(*) FROM scores").fetchone()[0])
+
+
+def test_a_scoring_process_whose_asker_is_gone_exits_and_leaves_its_scores(
+    tmp_path: Path,
+) -> None:
+    """Its asker killed, the run's lock is gone with it: the scoring process exits at once and
+    clears nothing (a resume that takes the lock replaces the scores itself)."""
+    half, after = _half_asked_run(tmp_path)
+    scoring = pipeline.ScoringProcess.start(half, "half", tmp_path / "half.json")
+    assert scoring is not None
+    deadline = time.monotonic() + 60
+    while _score_rows(half.store) < 10 * len(after.record.scorecard.metrics):
+        assert time.monotonic() < deadline, "no scores from the scoring process"
+        time.sleep(0.05)
+    assert scoring.process.stdin is not None
+    scoring.process.stdin.close()  # what the asker's death looks like from the other side
+    assert scoring.process.wait(10) == 0
+    assert _score_rows(half.store) == 10 * len(after.record.scorecard.metrics)
+
+
+def test_a_scoring_process_notices_its_asker_gone_though_a_fork_holds_the_pipe(
+    tmp_path: Path,
+) -> None:
+    """A process forked from the asker (a ``python:`` target's worker) keeps the pipe open,
+    so no end of input comes; the scoring process still sees its parent gone and exits."""
+    half, _ = _half_asked_run(tmp_path)
+    script = tmp_path / "asker.py"
+    script.write_text(
+        "import os, sys, time, pickle\n"
+        "from pathlib import Path\n"
+        "from ragmeter.runner.pipeline import ScoringProcess\n"
+        "config = pickle.loads(Path(sys.argv[1]).read_bytes())\n"
+        "scoring = ScoringProcess.start(config, 'half', Path(sys.argv[2]))\n"
+        "Path(sys.argv[3]).write_text(str(scoring.process.pid))\n"
+        "if os.fork() == 0:  # holds the scoring process's input, not the test's output\n"
+        "    null = os.open(os.devnull, os.O_WRONLY)\n"
+        "    os.dup2(null, 1)\n"
+        "    os.dup2(null, 2)\n"
+        "    time.sleep(20)\n"
+        "    os._exit(0)\n"
+        "time.sleep(2)\n"
+        "os._exit(0)\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "config.pickle").write_bytes(pickle.dumps(half))
+    pid_file = tmp_path / "scoring.pid"
+    # no pipes to the test: the scoring process and the fork inherit the asker's output
+    arguments = [str(tmp_path / "config.pickle"), str(tmp_path / "h.json"), str(pid_file)]
+    subprocess.run(
+        [sys.executable, str(script), *arguments],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        timeout=60,
+        check=True,
+    )
+    scoring_pid = int(pid_file.read_text())
+    deadline = time.monotonic() + 10  # the fork holds the pipe for 20 s
+    while _alive(scoring_pid):
+        assert time.monotonic() < deadline, "the scoring process outlived its asker"
+        time.sleep(0.1)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    return not (stat.exists() and stat.read_text().split()[2] == "Z")  # a zombie has exited
+
+
+def test_embedding_metrics_scored_in_chunks_equal_those_scored_in_one_batch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, finishes: list[bool]
+) -> None:
+    """``semantic`` and grounding's word-piece alignment prepare (embed) a chunk at a time
+    while the run is asked, a batch at a time after: the values are the same."""
+    pytest.importorskip("onnxruntime")
+    dataset, replay = _replay_files(tmp_path, 2)
+    monkeypatch.setattr(pipeline, "PIPELINE_CHUNK", 3)
+    families = {"metrics": ["semantic", "grounding"], "grounding_model": "auto"}
+    after = evaluate(
+        _config(tmp_path, dataset, replay, "after").model_copy(
+            update={**families, "score_while_asking": False}
+        )
+    )
+    while_asked = evaluate(_config(tmp_path, dataset, replay, "while").model_copy(update=families))
+    assert finishes == [True]
+    values = {s.metric for s in after.scores if s.status == "ok"}
+    assert {"semantic_similarity", "bertscore_f1", "grounding_score"} <= values
+    _same_run(after, while_asked)

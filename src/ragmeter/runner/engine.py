@@ -307,7 +307,9 @@ async def run_evaluation_async(
                 except (asyncio.CancelledError, KeyboardInterrupt) as exc:
                     writer.close()
                     stop.set()
-                    if scoring is not None:
+                    if scoring is not None and isinstance(exc, asyncio.CancelledError):
+                        await in_daemon_thread(scoring.stop)  # a second Ctrl-C is heard meanwhile
+                    elif scoring is not None:
                         scoring.stop()
                     store.mark_interrupted(record.id)
                     raise RunInterruptedError(record.id, config.store, stage) from exc

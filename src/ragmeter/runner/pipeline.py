@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from ragmeter.config import EvalConfig
+from ragmeter.errors import RagmeterError
 from ragmeter.metrics.base import Metric, SkipScore
 from ragmeter.metrics.performance import apply_prices
 from ragmeter.metrics.performance_tally import PerformanceTally
@@ -80,9 +81,16 @@ def pipelines(config: EvalConfig, local_executor: bool, pending: int) -> bool:
         and config.store != ":memory:"
         and not config.judge
         and pending >= PIPELINE_MIN_CASES
-        and (os.cpu_count() or 1) > 1
+        and usable_cpus() > 1
         and all(registry.origin("metrics", name) != "registered" for name in families)
     )
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity: a container's or ``taskset``'s)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 class AnswerWriter:
@@ -161,14 +169,17 @@ class ScoringProcess:
         """A scoring process waiting for its run; None when it cannot be started."""
         import ragmeter
 
-        source = str(Path(ragmeter.__file__).resolve().parents[1])  # the child imports this copy
-        paths = [source, *filter(None, [os.environ.get("PYTHONPATH")])]
+        # this copy of ragmeter, found as the child's own sys.path finds it, else added last
+        source = str(Path(ragmeter.__file__).resolve().parents[1])
+        program = (
+            f"import sys; sys.path.count({source!r}) or sys.path.append({source!r}); "
+            "from ragmeter.runner.pipeline import main; main()"
+        )
         try:
             process = subprocess.Popen(
-                [sys.executable, "-c", "from ragmeter.runner.pipeline import main; main()"],
+                [sys.executable, "-c", program],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
-                env={**os.environ, "PYTHONPATH": os.pathsep.join(paths)},
                 start_new_session=True,  # a Ctrl-C at the terminal reaches the asking process only
             )
         except OSError:
@@ -188,9 +199,13 @@ class ScoringProcess:
         scoring = spawned or cls.spawn()
         if scoring is None:
             return None
+        # the scoring process never asks the target: its headers (secrets) stay here
+        unasked = config.model_copy(
+            update={"target": config.target.model_copy(update={"headers": {}})}
+        )
         try:
             job = pickle.dumps(
-                _Job(config, run_id, str(run_file), streams.BATCH_CASES, PIPELINE_CHUNK)
+                _Job(unasked, run_id, str(run_file), streams.BATCH_CASES, PIPELINE_CHUNK)
             )
         except (pickle.PicklingError, TypeError, AttributeError):
             scoring.cancel()
@@ -283,6 +298,7 @@ def _answers_as_asked(
     """The run's answered cases in order, as they are stored; no chunk crosses a batch's
     boundary. Once asking has ended, unanswered cases are passed over (as score_run does)."""
     last, in_batch = -1, 0
+    parent = os.getppid()
     while True:
         ended = asked.is_set()  # read first: every answer stored before it is then seen
         size = min(chunk, batch - in_batch)
@@ -295,6 +311,8 @@ def _answers_as_asked(
             if not cases:
                 if stop.is_set():
                     raise ScoringStoppedError(run_id)
+                if os.getppid() != parent:  # gone, though a process it forked holds the pipe
+                    _leave()
                 asked.wait(POLL_S)  # returns at once when asking ends
                 continue
         in_batch = (in_batch + len(cases)) % batch
@@ -386,10 +404,18 @@ def _read_controls(asked: threading.Event, stop: threading.Event) -> None:
             control = b""
         if control == _ASKED:
             asked.set()
-        elif control == _STOP or not control:  # stopped, or the asking process is gone
+        elif control == _STOP:
             stop.set()
             asked.set()
             return
+        elif not control:  # the asking process is gone (killed): so is its lock on the run
+            _leave()
+
+
+def _leave() -> None:
+    """Exit at once, clearing nothing: the run's lock went with the asking process, and a
+    ``--resume`` that takes it clears the scores itself (while this would race it)."""
+    os._exit(0)
 
 
 def main() -> None:
@@ -420,11 +446,22 @@ def main() -> None:
         reply = True
     except BaseException as exc:
         reply = exc
+    with suppress(OSError), os.fdopen(replies, "wb") as out:  # the asking process may be gone
+        out.write(_picklable(reply))
+    os._exit(0)  # not waiting for the control reader, blocked on the pipe
+
+
+def _picklable(reply: BaseException | bool) -> bytes:
+    """The reply pickled; an error that does not come back whole comes back as its text, a
+    ragmeter error keeping its exit code."""
     try:
         data = pickle.dumps(reply)
-        pickle.loads(data)  # an error that does not come back whole comes back as its text
+        pickle.loads(data)
+        return data
     except Exception:
-        data = pickle.dumps(RuntimeError(f"{type(reply).__name__}: {reply}"))
-    with os.fdopen(replies, "wb") as out:
-        out.write(data)
-    os._exit(0)  # not waiting for the control reader, blocked on the pipe
+        text = f"{type(reply).__name__}: {reply}"
+        if isinstance(reply, RagmeterError):
+            error = RagmeterError(text)
+            error.exit_code = reply.exit_code
+            return pickle.dumps(error)
+        return pickle.dumps(RuntimeError(text))
