@@ -63,13 +63,12 @@ def _same_run(first: Any, second: Any) -> None:
     assert _without_ids(two) == _without_ids(one)
 
 
-@pytest.mark.parametrize("batch", [7, streams.BATCH_CASES])
+@pytest.mark.parametrize("chunk", [3, 250])
 def test_a_run_scored_while_asked_equals_the_run_scored_after(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, finishes: list[bool], batch: int
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, finishes: list[bool], chunk: int
 ) -> None:
     dataset, replay = _replay_files(tmp_path, 2)  # 174 cases
-    monkeypatch.setattr(streams, "BATCH_CASES", batch)  # 7: 25 batches, read back from the store
-    monkeypatch.setattr(pipeline, "PIPELINE_CHUNK", 3)
+    monkeypatch.setattr(pipeline, "PIPELINE_CHUNK", chunk)
     after = evaluate(
         _config(tmp_path, dataset, replay, "after").model_copy(update={"score_while_asking": False})
     )
@@ -171,9 +170,7 @@ def test_scoring_follows_answers_stored_out_of_order(tmp_path: Path) -> None:
         own = RunStore(following.store)
         writer = RunFileWriter(tmp_path / "following.json")
         try:
-            final = pipeline.score_following(
-                own, "follow", following, stop, asked, writer.add, 7, 3
-            )
+            final = pipeline.score_following(own, "follow", following, stop, asked, writer.add, 3)
             outcome["path"] = writer.finish(final)
         except BaseException as exc:
             outcome["error"] = exc
@@ -337,3 +334,15 @@ def test_embedding_metrics_scored_in_chunks_equal_those_scored_in_one_batch(
     values = {s.metric for s in after.scores if s.status == "ok"}
     assert {"semantic_similarity", "bertscore_f1", "grounding_score"} <= values
     _same_run(after, while_asked)
+
+
+def test_a_run_of_more_than_one_batch_is_scored_after_asking(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, finishes: list[bool]
+) -> None:
+    """Scores held for the run-wide statistic would grow with the run: a run of more than one
+    batch is scored batch by batch after asking, in one process."""
+    dataset, replay = _replay_files(tmp_path, 1)  # 87 cases
+    monkeypatch.setattr(streams, "BATCH_CASES", 50)
+    outcome = evaluate(_config(tmp_path, dataset, replay, "two-batches"))
+    assert finishes == []  # no scoring process
+    assert outcome.record.status == "completed" and len(outcome.results) == 87

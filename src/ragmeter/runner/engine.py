@@ -44,7 +44,6 @@ from ragmeter.runner.scoring import (
     score_run,
 )
 from ragmeter.runner.selection import for_perspectives
-from ragmeter.store import streams
 from ragmeter.store.sqlite import RunStore
 from ragmeter.targets import Target, build_target
 from ragmeter.targets.index_stats import fetch_index_stats
@@ -226,10 +225,9 @@ async def run_evaluation_async(
     store = RunStore(config.store)
     spawned = None  # a scoring process importing ragmeter while the cases are stored
     try:
-        if resume is None and config.executor == "local":
-            expected = len(first) if second is None else streams.BATCH_CASES + 1
-            if pipelines(config, True, expected):
-                spawned = ScoringProcess.spawn()
+        local = config.executor == "local"
+        if resume is None and second is None and pipelines(config, local, len(first), len(first)):
+            spawned = ScoringProcess.spawn()
         if resume is None:
             summary = store_new_cases(store, run_id, batches, on_stored)
             if not checked:
@@ -276,7 +274,8 @@ async def run_evaluation_async(
                 writer = RunFileWriter(path)
                 scoring = None
                 scored_elsewhere = False  # by the scoring process, run file included
-                if pipelines(config, isinstance(executor, LocalExecutor), pending):
+                local = isinstance(executor, LocalExecutor)
+                if pipelines(config, local, pending, record.question_count):
                     scoring = ScoringProcess.start(config, record.id, path, spawned)
                     spawned = None
                 try:

@@ -3,8 +3,9 @@ arrive, so that with a spare core the scores are ready soon after the last answe
 
 When (:func:`pipelines`): ``score_while_asking`` (on by default), the local executor, a store
 on disk, no judge (its budget and cache belong to one process), every metric family
-importable by name (none registered in this process only), at least two CPUs and
-PIPELINE_MIN_CASES cases to ask. Otherwise the run is scored after asking, in this process.
+importable by name (none registered in this process only), at least two CPUs, and a run of
+one batch (``BATCH_CASES``) with PIPELINE_MIN_CASES cases or more to ask. Otherwise the run
+is scored after asking, in this process.
 
 This process asks and hands each answer to :class:`AnswerWriter`, a thread with a connection of
 its own that commits answers a few at a time, so the event loop never waits on the scoring
@@ -12,8 +13,8 @@ process's writes. The scoring process (:func:`main`) reads the answered cases in
 and stores them a chunk at a time. A metric with a run-wide
 statistic (``Metric.prepare_run``: TF-IDF redundancy) cannot be scored before the last
 answer: its row is stored as a placeholder in its place and replaced once asking has ended.
-Then each batch of ``BATCH_CASES`` cases goes to the score columns, the run file and the
-performance tally as :func:`~ragmeter.runner.scoring.score_run` gives them, so the scores, the
+Then the run's scores go to the score columns, the run file and the performance tally as
+:func:`~ragmeter.runner.scoring.score_run` gives them, so the scores, the
 store's rows, the scorecard and the run file are the same as scoring after asking (a test).
 If the process dies without a word, the run is scored here after asking instead.
 """
@@ -47,7 +48,6 @@ from ragmeter.runner.scoring import (
     _cleared_on_failure,
     finish_scoring,
     paused_gc,
-    prepare_whole_run,
     run_metrics,
     score_results,
 )
@@ -70,8 +70,11 @@ PENDING_REASON = "scored once every answer is in (a run-wide statistic)"
 _ASKED, _STOP = b"a", b"s"
 
 
-def pipelines(config: EvalConfig, local_executor: bool, pending: int) -> bool:
-    """Whether this run's answers are scored in a second process while it is asked."""
+def pipelines(config: EvalConfig, local_executor: bool, pending: int, total: int) -> bool:
+    """Whether the answers of this run (``total`` cases, ``pending`` of them to ask) are
+    scored in a second process while it is asked. Only a run of one batch is: its scores are
+    held until the run-wide statistic is known; a larger run is scored batch by batch after
+    asking, in the memory of one batch and one process (``score_run``)."""
     from ragmeter.registry import registry
 
     families = list(config.metrics)
@@ -81,6 +84,7 @@ def pipelines(config: EvalConfig, local_executor: bool, pending: int) -> bool:
         and config.store != ":memory:"
         and not config.judge
         and pending >= PIPELINE_MIN_CASES
+        and total <= streams.BATCH_CASES
         and usable_cpus() > 1
         and all(registry.origin("metrics", name) != "registered" for name in families)
     )
@@ -151,7 +155,6 @@ class _Job:
     config: EvalConfig
     run_id: str
     run_file: str
-    batch: int
     chunk: int
 
 
@@ -204,9 +207,7 @@ class ScoringProcess:
             update={"target": config.target.model_copy(update={"headers": {}})}
         )
         try:
-            job = pickle.dumps(
-                _Job(unasked, run_id, str(run_file), streams.BATCH_CASES, PIPELINE_CHUNK)
-            )
+            job = pickle.dumps(_Job(unasked, run_id, str(run_file), PIPELINE_CHUNK))
         except (pickle.PicklingError, TypeError, AttributeError):
             scoring.cancel()
             return None
@@ -292,22 +293,20 @@ def _answers_as_asked(
     run_id: str,
     asked: threading.Event,
     stop: threading.Event,
-    batch: int,
     chunk: int,
 ) -> Iterator[tuple[list[Case], list[CaseResult]]]:
-    """The run's answered cases in order, as they are stored; no chunk crosses a batch's
-    boundary. Once asking has ended, unanswered cases are passed over (as score_run does)."""
-    last, in_batch = -1, 0
+    """The run's answered cases in order, as they are stored, ``chunk`` at most at a time.
+    Once asking has ended, unanswered cases are passed over (as score_run does)."""
+    last = -1
     parent = os.getppid()
     while True:
         ended = asked.is_set()  # read first: every answer stored before it is then seen
-        size = min(chunk, batch - in_batch)
         if ended:
-            cases, results, last = store.answered_after(run_id, last, size)
+            cases, results, last = store.answered_after(run_id, last, chunk)
             if not cases:
                 return
         else:
-            cases, results, last = store.answered_run(run_id, last, size)
+            cases, results, last = store.answered_run(run_id, last, chunk)
             if not cases:
                 if stop.is_set():
                     raise ScoringStoppedError(run_id)
@@ -315,7 +314,6 @@ def _answers_as_asked(
                     _leave()
                 asked.wait(POLL_S)  # returns at once when asking ends
                 continue
-        in_batch = (in_batch + len(cases)) % batch
         yield cases, results
 
 
@@ -335,12 +333,11 @@ def score_following(
     stop: threading.Event,
     asked: threading.Event,
     sink: Any,
-    batch: int | None = None,
     chunk: int = PIPELINE_CHUNK,
 ) -> RunRecord:
-    """:func:`~ragmeter.runner.scoring.score_run` of a run still being asked (``asked`` is
-    set when it no longer is)."""
-    batch = batch or streams.BATCH_CASES
+    """:func:`~ragmeter.runner.scoring.score_run` of a run of one batch still being asked
+    (``asked`` is set when it no longer is): the same scores, rows, columns, run file and
+    performance summary."""
     metrics = run_metrics(config, run_id)
     slots = [i for i, metric in enumerate(metrics) if metric.prepare_run is not None]
     held = [metrics[i] for i in slots]
@@ -348,25 +345,15 @@ def score_following(
     store.clear_scores(run_id)
     tally = PerformanceTally()
     with ScoreColumns(metrics, config.breakdowns) as columns, _cleared_on_failure(store, run_id):
-        kept: list[tuple[list[Case], list[CaseResult], list[Score]]] | None = []
-        scored = 0
-        for cases, results in _answers_as_asked(store, run_id, asked, stop, batch, chunk):
+        parts = []
+        for cases, results in _answers_as_asked(store, run_id, asked, stop, chunk):
             scores = score_results(cases, results, early, stop)
             store.add_scores(run_id, scores, checkpoint=False)  # a checkpoint each chunk: slow
-            scored += len(cases)
-            if kept is not None:  # the run's first batch, while it may be its only one
-                kept = kept if scored <= batch else None
-                if kept is not None:
-                    kept.append((cases, results, scores))
-        if held and kept is None:  # more than one batch: the statistic sees the whole run
-            prepare_whole_run(store, run_id, held, batch)
-        if kept is None:
-            batches: Any = store.scored_batches(run_id, batch)
-        else:
-            batches = [_joined(kept)] if kept else []
-            del kept
-        for cases, results, scores in batches:
-            if held:
+            parts.append((cases, results, scores))
+        if parts:
+            cases, results, scores = _joined(parts)
+            del parts
+            if held:  # the run-wide statistic, now that it has every answer
                 real = score_results(cases, results, held, stop)
                 _put_back(scores, real, slots, len(metrics))
                 store.update_scores(run_id, real)
@@ -437,7 +424,7 @@ def main() -> None:
         writer = RunFileWriter(Path(job.run_file))
         try:
             final = score_following(
-                store, job.run_id, job.config, stop, asked, writer.add, job.batch, job.chunk
+                store, job.run_id, job.config, stop, asked, writer.add, job.chunk
             )
             writer.finish(final)
         finally:
