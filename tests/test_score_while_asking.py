@@ -152,17 +152,8 @@ def test_scoring_follows_answers_stored_out_of_order(tmp_path: Path) -> None:
     """``score_following`` while the answers arrive shuffled, a few at a time: it scores only
     answered cases with none unanswered before them, yet ends with the rows, scorecard and run
     file cases of scoring after asking."""
-
-    dataset, replay = _replay_files(tmp_path, 1)
-    config = _config(tmp_path, dataset, replay, "after").model_copy(
-        update={"score_while_asking": False}
-    )
-    after = evaluate(config)
-    following = config.model_copy(update={"store": str(tmp_path / "following.db")})
-    store = RunStore(following.store)
-    record = new_run_record(following, [str(dataset)], len(after.cases), run_id="follow")
-    store.add_cases(record.id, after.cases, 0)
-    store.insert_run(record, len(after.cases))
+    following, after, store = _stored_run(tmp_path, "follow")
+    config = after.record.config
     asked, stop = threading.Event(), threading.Event()
     outcome: dict[str, Any] = {}
 
@@ -187,7 +178,7 @@ def test_scoring_follows_answers_stored_out_of_order(tmp_path: Path) -> None:
     asked.set()
     thread.join(60)
     assert "error" not in outcome, outcome.get("error")
-    assert _rows(following.store) == _rows(config.store)
+    assert _rows(following.store) == _rows(config["store"])
     assert store.get_run("follow").scorecard == after.record.scorecard
     store.close()
     mine = json.loads(outcome["path"].read_text(encoding="utf-8"))["cases"]
@@ -198,17 +189,7 @@ def test_scoring_follows_answers_stored_out_of_order(tmp_path: Path) -> None:
 
 
 def test_the_answered_run_stops_at_the_first_unanswered_case(tmp_path: Path) -> None:
-
-    dataset, replay = _replay_files(tmp_path, 1)
-    config = _config(tmp_path, dataset, replay, "done").model_copy(
-        update={"score_while_asking": False}
-    )
-    done = evaluate(config)
-    store = RunStore(str(tmp_path / "partial.db"))
-
-    record = new_run_record(config, [str(dataset)], 6, run_id="partial")
-    store.add_cases(record.id, done.cases[:6], 0)
-    store.insert_run(record, 6)
+    _, done, store = _stored_run(tmp_path, "partial")
     store.save_results("partial", [done.results[i] for i in (0, 1, 3, 5)])
     cases, results, last = store.answered_run("partial", -1, 10)
     assert (
@@ -218,24 +199,32 @@ def test_the_answered_run_stops_at_the_first_unanswered_case(tmp_path: Path) -> 
     )
     assert last == 1
     assert store.answered_run("partial", last, 10) == ([], [], 1)  # case 2 is still asked
-    cases, _, last = store.answered_after("partial", 1, 10)  # asking has ended: gaps skipped
+    cases, _, last = store.answered_after("partial", 1, 4)  # asking has ended: gaps skipped
     assert [c.case_id for c in cases] == [done.cases[3].case_id, done.cases[5].case_id]
     assert last == 5
     store.close()
 
 
-def _half_asked_run(tmp_path: Path) -> tuple[Any, Any]:
-    """A stored run of the demo's 87 cases with 10 answered (still being asked), and its
-    config."""
+def _stored_run(tmp_path: Path, run_id: str) -> tuple[Any, Any, RunStore]:
+    """The demo's 87 replayed cases scored after asking (the outcome), and the same cases
+    stored as run ``run_id`` in a store of their own, none answered yet (its config, store)."""
     dataset, replay = _replay_files(tmp_path, 1)
     config = _config(tmp_path, dataset, replay, "after").model_copy(
         update={"score_while_asking": False}
     )
     after = evaluate(config)
-    half = config.model_copy(update={"store": str(tmp_path / "half.db")})
-    store = RunStore(half.store)
-    store.add_cases("half", after.cases, 0)
-    store.insert_run(new_run_record(half, [str(dataset)], len(after.cases), run_id="half"), 87)
+    copy = config.model_copy(update={"store": str(tmp_path / f"{run_id}.db")})
+    store = RunStore(copy.store)
+    store.add_cases(run_id, after.cases, 0)
+    record = new_run_record(copy, [str(dataset)], len(after.cases), run_id=run_id)
+    store.insert_run(record, len(after.cases))
+    return copy, after, store
+
+
+def _half_asked_run(tmp_path: Path) -> tuple[Any, Any]:
+    """A stored run of the demo's 87 cases with 10 answered (still being asked), and its
+    config."""
+    half, after, store = _stored_run(tmp_path, "half")
     store.save_results("half", after.results[:10])
     store.close()
     return half, after
