@@ -225,8 +225,12 @@ async def run_evaluation_async(
     store = RunStore(config.store)
     spawned = None  # a scoring process importing ragmeter while the cases are stored
     try:
-        local = config.executor == "local"
-        if resume is None and second is None and pipelines(config, local, len(first), len(first)):
+        asks_here = config.executor == "local"
+        if (
+            resume is None
+            and second is None
+            and pipelines(config, asks_here, len(first), len(first))
+        ):
             spawned = ScoringProcess.spawn()
         if resume is None:
             summary = store_new_cases(store, run_id, batches, on_stored)

@@ -33,7 +33,6 @@ from collections.abc import Iterator
 from contextlib import suppress
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from ragmeter.config import EvalConfig
 from ragmeter.errors import RagmeterError
@@ -44,6 +43,7 @@ from ragmeter.models import Case, CaseResult, Response, RunRecord, Score
 from ragmeter.runfile import RunFileWriter
 from ragmeter.runner.background import in_daemon_thread
 from ragmeter.runner.scoring import (
+    ScoreSink,
     ScoringStoppedError,
     _cleared_on_failure,
     finish_scoring,
@@ -332,7 +332,7 @@ def score_following(
     config: EvalConfig,
     stop: threading.Event,
     asked: threading.Event,
-    sink: Any,
+    sink: ScoreSink,
     chunk: int = PIPELINE_CHUNK,
 ) -> RunRecord:
     """:func:`~ragmeter.runner.scoring.score_run` of a run of one batch still being asked
@@ -345,14 +345,16 @@ def score_following(
     store.clear_scores(run_id)
     tally = PerformanceTally()
     with ScoreColumns(metrics, config.breakdowns) as columns, _cleared_on_failure(store, run_id):
-        parts = []
-        for cases, results in _answers_as_asked(store, run_id, asked, stop, chunk):
-            scores = score_results(cases, results, early, stop)
-            store.add_scores(run_id, scores, checkpoint=False)  # a checkpoint each chunk: slow
-            parts.append((cases, results, scores))
-        if parts:
-            cases, results, scores = _joined(parts)
-            del parts
+        cases: list[Case] = []
+        results: list[CaseResult] = []
+        scores: list[Score] = []
+        for chunk_cases, chunk_results in _answers_as_asked(store, run_id, asked, stop, chunk):
+            chunk_scores = score_results(chunk_cases, chunk_results, early, stop)
+            store.add_scores(run_id, chunk_scores, checkpoint=False)  # a checkpoint each: slow
+            cases += chunk_cases
+            results += chunk_results
+            scores += chunk_scores
+        if cases:
             if held:  # the run-wide statistic, now that it has every answer
                 real = score_results(cases, results, held, stop)
                 _put_back(scores, real, slots, len(metrics))
@@ -361,16 +363,6 @@ def score_following(
             sink(results, scores)
             tally.add(results, apply_prices(results, config.prices), cases)
         return finish_scoring(store, run_id, config, metrics, columns, tally, stop)
-
-
-def _joined(
-    parts: list[tuple[list[Case], list[CaseResult], list[Score]]],
-) -> tuple[list[Case], list[CaseResult], list[Score]]:
-    return (
-        [case for part in parts for case in part[0]],
-        [result for part in parts for result in part[1]],
-        [score for part in parts for score in part[2]],
-    )
 
 
 def _read_exactly(size: int) -> bytes:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from itertools import chain, islice
 from pathlib import Path
 from typing import Any, TypeVar
@@ -370,12 +370,9 @@ class RunStore(RunStreams):
         """Insert scores of a run (a batch of its cases), in chunks of WRITE_CHUNK_ROWS; the
         WAL is checkpointed once after them, unless ``checkpoint`` is false (a writer of many
         small batches leaves it to SQLite's automatic checkpoint)."""
-        with self._errors(f"storing the scores of run {run_id}"):
-            if not checkpoint:
-                self._write_chunks(rows.INSERT_SCORE, score_rows(run_id, scores), SCORES_PER_INSERT)
-                return
-            with self._checkpoint_after():
-                self._write_chunks(rows.INSERT_SCORE, score_rows(run_id, scores), SCORES_PER_INSERT)
+        checkpointed = self._checkpoint_after() if checkpoint else nullcontext()
+        with self._errors(f"storing the scores of run {run_id}"), checkpointed:
+            self._write_chunks(rows.INSERT_SCORE, score_rows(run_id, scores), SCORES_PER_INSERT)
 
     @contextmanager
     def _checkpoint_after(self) -> Iterator[None]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
+from itertools import takewhile
 from pathlib import Path
 from typing import Any
 
@@ -136,13 +137,10 @@ class RunStreams:
         size = size or BATCH_CASES
         last = -1
         while True:
-            with self._errors(f"reading the answers of run {run_id}"):
-                found = self.db.execute(ANSWERED_BATCH, (run_id, last, size)).fetchall()
-            if not found:
+            cases, results, last = self.answered_after(run_id, last, size)
+            if not cases:
                 return
-            last = int(found[-1]["position"])
-            cases = [rows.case_from_row(row, self.path, run_id) for row in found]
-            yield cases, [rows.result_from_row(row) for row in found]
+            yield cases, results
 
     def answered_run(
         self, run_id: str, last: int, size: int
@@ -152,24 +150,23 @@ class RunStreams:
         their answers and the position of the last one (``last`` when there is none)."""
         with self._errors(f"reading the answers of run {run_id}"):
             found = self.db.execute(CASES_AFTER, (run_id, last, size)).fetchall()
-        answered = []
-        for row in found:
-            if row["case_id"] is None:  # the left join found no answer: still being asked
-                break
-            answered.append(row)
-        if not answered:
-            return [], [], last
-        cases = [rows.case_from_row(row, self.path, run_id) for row in answered]
-        results = [rows.result_from_row(row) for row in answered]
-        return cases, results, int(answered[-1]["position"])
+        # the left join finds no answer (a NULL case id) for a case still being asked
+        answered = list(takewhile(lambda row: row["case_id"] is not None, found))
+        return self._answered(answered, run_id, last)
 
     def answered_after(
         self, run_id: str, last: int, size: int
     ) -> tuple[list[Case], list[CaseResult], int]:
-        """:meth:`answered_run` once asking has ended: unanswered cases are passed over, as
-        :meth:`answered_batches` does."""
+        """:meth:`answered_run` once asking has ended: unanswered cases are passed over (the
+        batches of :meth:`answered_batches`)."""
         with self._errors(f"reading the answers of run {run_id}"):
             found = self.db.execute(ANSWERED_BATCH, (run_id, last, size)).fetchall()
+        return self._answered(found, run_id, last)
+
+    def _answered(
+        self, found: list[sqlite3.Row], run_id: str, last: int
+    ) -> tuple[list[Case], list[CaseResult], int]:
+        """The cases and answers of rows read with their position (``last`` when none)."""
         if not found:
             return [], [], last
         cases = [rows.case_from_row(row, self.path, run_id) for row in found]
