@@ -63,12 +63,12 @@ import ragbench_data  # bench/ is on sys.path when the script runs
 from grounding_fit import (
     PREVIOUS,
     SHIPPED,
-    choose_long,
     compute_signals,
     fast_auc,
     repeated_splits,
     tune,
 )
+from grounding_ramp import choose_long
 from ragmeter.embedders import build_embedder
 from ragmeter.metrics.base import MetricSettings, score_case
 from ragmeter.metrics.grounding import (
@@ -556,9 +556,12 @@ def main() -> int:
     )
     parser.add_argument(
         "--choose-long",
-        action="store_true",
+        nargs="?",
+        const="weighted",
+        choices=("weighted", "summed"),
         help="choose where the long-answer ramp starts and its span by cross-validation on "
-        "the tuning halves (20 repeats), then stop (no held-out figures)",
+        "the tuning halves (20 repeats) under a rule of bench/grounding_ramp.py (default "
+        "weighted), then stop (no held-out figures)",
     )
     parser.add_argument(
         "--print-aucs",
@@ -581,7 +584,7 @@ def main() -> int:
         }
     halves = {name: halves_of(s.groups, SEED) for name, s in signals.items()}
     if args.choose_long:
-        choose_long(signals, {name: halves[name][0] for name in fit_names})
+        choose_long(signals, {name: halves[name][0] for name in fit_names}, args.choose_long)
         print(f"({time.perf_counter() - started:.1f} s)")
         return 0
     models = tune(signals, halves, fit_names) if args.tune else dict(SHIPPED)

@@ -33,7 +33,6 @@ from ragmeter.metrics.grounding import (
     ScoreWeights,
     assess,
 )
-from ragmeter.metrics.grounding.model import LONG_FROM, LONG_SPAN
 
 # the weights shipped before issue 13's scorer changes (src/ragmeter/metrics/grounding/model.py
 # as of 2026-11-24): the comparison of the report, and the short-answer part of today's fit
@@ -337,69 +336,6 @@ def cross_validate(
         baseline = fast_auc(signals[n].baseline[items], signals[n].y[items])
         result[row] = (float(np.mean(found[row])), float(np.mean(found[row])) - baseline)
     return result
-
-
-def criterion(cv: dict[str, tuple[float, float]]) -> float:
-    """The sum of the out-of-fold AUCs of the fit sets (Q-squared, BEGIN and RAGBench's two
-    shards, not RAGBench pooled), the criterion the long-answer form was chosen by."""
-    return sum(auc for row, (auc, _) in cv.items() if row != RAGBENCH)
-
-
-# where the long-answer ramp starts and how long it is, the candidates of ``choose_long``
-LONG_FROM_GRID = (20, 25, 30, 35, 40, 45)
-LONG_SPAN_GRID = (10, 20, 30)
-# the ramp shipped before the grid was run (set by hand above the longest Q-squared tuning
-# answer); it stays unless another point beats it by more than ``LONG_TIE`` in the criterion
-LONG_DEFAULT = (30, 20)
-LONG_TIE = 0.002
-
-
-def choose_long(
-    signals: dict[str, Signals], tuning: dict[str, np.ndarray], repeats: int = 20
-) -> tuple[int, int]:
-    """Choose ``LONG_FROM`` and ``LONG_SPAN`` on the tuning halves only: for each grid point,
-    move the ramp (``with_long``), cross-validate both models (``repeats`` x 5 folds, the long
-    terms refitted in each fold) and take the point with the highest mean of the two models'
-    criterion; ``LONG_DEFAULT`` is kept when it is within ``LONG_TIE`` of that (the rule was
-    fixed before the grid was run). The aligned model's fallback for answers without alignment
-    is the lexical model fitted on all the tuning halves at the same grid point."""
-    for s in signals.values():  # the ramp as computed here is the metric's
-        assert np.array_equal(with_long(s, LONG_FROM, LONG_SPAN).x, s.x)
-    table: dict[tuple[int, int], tuple[float, float]] = {}
-    print(
-        f"long-answer ramp, {repeats} x 5-fold CV inside the tuning halves: summed out-of-fold "
-        "AUC of the fit sets (Q-squared, BEGIN, covidqa, emanual), lexical / aligned / mean"
-    )
-    for start in LONG_FROM_GRID:
-        for span in LONG_SPAN_GRID:
-            moved = {n: with_long(s, start, span) for n, s in signals.items()}
-            lexical = fit_weights(fit_sets(moved, tuning, MODELS["lexical"]), "lexical")
-            sums = []
-            parts = []
-            for model in MODELS:
-                cv = cross_validate(moved, tuning, model, repeats, lexical)
-                sums.append(criterion(cv))
-                parts.append(
-                    " ".join(
-                        f"{row.removeprefix('RAGBench/')} {a:.4f}" for row, (a, _) in cv.items()
-                    )
-                )
-            table[start, span] = (sums[0], sums[1])
-            print(
-                f"  from {start:>2} span {span:>2}: {sums[0]:.4f} / {sums[1]:.4f} / "
-                f"{np.mean(sums):.4f}   [lexical: {parts[0]}] [aligned: {parts[1]}]",
-                flush=True,
-            )
-    best = max(table, key=lambda point: float(np.mean(table[point])))
-    best_mean = float(np.mean(table[best]))
-    default_mean = float(np.mean(table[LONG_DEFAULT]))
-    chosen = LONG_DEFAULT if best_mean - default_mean <= LONG_TIE else best
-    print(
-        f"best: from {best[0]} span {best[1]} (mean {best_mean:.4f}); {LONG_DEFAULT} "
-        f"{default_mean:.4f} (behind by {best_mean - default_mean:.4f}, tie within {LONG_TIE}); "
-        f"chosen: from {chosen[0]} span {chosen[1]}"
-    )
-    return chosen
 
 
 def tune(
