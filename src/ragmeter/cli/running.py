@@ -49,7 +49,7 @@ def run_with_progress(config: EvalConfig, resume: str | None, verbose: bool = Tr
         progress.update(task_id, completed=done)
 
     def on_stored(count: int) -> None:
-        progress.update(task_id, description="reading cases", completed=count)
+        progress.update(task_id, description="reading cases", completed=count, refresh=True)
 
     async def drive() -> RunOutcome:
         _stop_on_signals(asyncio.get_running_loop(), received, started, config.store)
