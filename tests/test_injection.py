@@ -118,6 +118,54 @@ def test_paired_difference_of_two_detectors() -> None:
     assert paired_detector_difference("auc", good, noisy, np.ones(120, bool)) is None
 
 
+def _case_bootstrap(statistic, pos, neg, resamples, rng):
+    """The textbook stratified bootstrap: draw each class's cases with replacement, one
+    resample at a time, and recompute the statistic from the drawn scores."""
+    pos, neg = np.asarray(pos), np.asarray(neg)
+    values = []
+    for _ in range(resamples):
+        drawn_pos = pos[rng.integers(0, len(pos), len(pos))]
+        drawn_neg = neg[rng.integers(0, len(neg), len(neg))]
+        values.append(detector_value(statistic, drawn_pos, drawn_neg))
+    return np.percentile(values, [2.5, 97.5])
+
+
+@pytest.mark.parametrize("statistic", ["auc", "tpr_at_fpr_5"])
+def test_resampling_distinct_scores_is_the_case_bootstrap(statistic) -> None:
+    # few distinct scores, many cases: the resample is drawn over the distinct scores, and its
+    # interval must be the one of drawing the cases themselves (up to Monte Carlo error)
+    rng = np.random.default_rng(7)
+    pos = np.round(rng.beta(4, 2, 400), 1)
+    neg = np.round(rng.beta(2, 4, 1600), 1)
+    ours = detector_interval(statistic, pos, neg, resamples=4000, seed=11)
+    reference = _case_bootstrap(statistic, pos, neg, 4000, np.random.default_rng(12))
+    assert ours is not None
+    assert ours == pytest.approx(tuple(reference), abs=0.01)
+
+
+def test_paired_resampling_of_distinct_score_pairs_is_the_case_bootstrap() -> None:
+    rng = np.random.default_rng(8)
+    labels = np.r_[np.ones(300, bool), np.zeros(900, bool)]
+    first = np.round(np.where(labels, rng.beta(4, 2, 1200), rng.beta(2, 4, 1200)), 1)
+    second = np.round(np.clip(first + rng.normal(0.0, 0.15, 1200), 0, 1), 1)
+    result = paired_detector_difference("auc", first, second, labels, resamples=4000, seed=5)
+    assert result is not None and result[1] is not None
+    draw = np.random.default_rng(6)
+    positives, negatives = np.flatnonzero(labels), np.flatnonzero(~labels)
+    differences = []
+    for _ in range(4000):
+        p = positives[draw.integers(0, len(positives), len(positives))]
+        n = negatives[draw.integers(0, len(negatives), len(negatives))]
+        after = detector_value("auc", second[p], second[n])
+        before = detector_value("auc", first[p], first[n])
+        differences.append(after - before)
+    assert result[0] == pytest.approx(
+        detector_value("auc", second[labels], second[~labels])
+        - detector_value("auc", first[labels], first[~labels])
+    )
+    assert result[1] == pytest.approx(tuple(np.percentile(differences, [2.5, 97.5])), abs=0.005)
+
+
 def test_aggregations_are_declared_once() -> None:
     assert set(DETECTOR_AGGREGATIONS) == set(ROC_AGGREGATIONS)
     with pytest.raises(MetricDeclarationError, match="proportion or a score"):

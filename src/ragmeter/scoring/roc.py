@@ -104,11 +104,21 @@ def detector_value(aggregation: str, pos: npt.ArrayLike, neg: npt.ArrayLike) -> 
     )
 
 
-def _multinomial(rng: np.random.Generator, n: int, rows: int) -> FloatArray:
-    """``rows`` bootstrap resamples of n cases as multiplicities (each row sums to n)."""
+def _distinct(scores: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """The distinct scores, ascending, and how many cases have each."""
+    values, counts = np.unique(scores, return_counts=True)
+    return values, counts.astype(np.float64)
+
+
+def _multinomial(rng: np.random.Generator, counts: FloatArray, rows: int) -> FloatArray:
+    """``rows`` bootstrap resamples of the cases behind ``counts`` (how many cases share each
+    distinct score, or score pair) as multiplicities per distinct value: each row sums to the
+    number of cases. Drawing n cases with replacement and counting them per distinct value is
+    this multinomial, so a resample costs O(distinct values), not O(cases)."""
+    n = int(counts.sum())
     if n == 0:
-        return np.zeros((rows, 0))
-    return np.asarray(rng.multinomial(n, np.full(n, 1.0 / n), size=rows), dtype=np.float64)
+        return np.zeros((rows, len(counts)))
+    return np.asarray(rng.multinomial(n, counts / n, size=rows), dtype=np.float64)
 
 
 def _percentiles(stats: FloatArray, level: float) -> tuple[float, float] | None:
@@ -134,13 +144,14 @@ def detector_interval(
     p, n = np.asarray(pos, np.float64), np.asarray(neg, np.float64)
     if len(p) == 0 or len(n) == 0 or len(p) + len(n) < 2 or resamples < 1:
         return None
+    (p, p_counts), (n, n_counts) = _distinct(p), _distinct(n)
     grid = np.unique(np.concatenate([p, n]))
     rng = np.random.default_rng(seed)
-    per_block = max(1, _BLOCK_CELLS // max(len(grid), len(p), len(n)))
+    per_block = max(1, _BLOCK_CELLS // len(grid))
     stats = []
     for start in range(0, resamples, per_block):
         rows = min(per_block, resamples - start)
-        w_pos, w_neg = _multinomial(rng, len(p), rows), _multinomial(rng, len(n), rows)
+        w_pos, w_neg = _multinomial(rng, p_counts, rows), _multinomial(rng, n_counts, rows)
         stats.append(statistic(_class_counts(w_pos, p, grid), _class_counts(w_neg, n, grid)))
     return _percentiles(np.concatenate(stats), level)
 
@@ -163,25 +174,35 @@ def paired_detector_difference(
     y = np.asarray(labels, bool)
     if not y.any() or y.all():
         return None
+    # cases of one class with the same pair of scores are interchangeable: resample the pairs
+    pairs = {
+        c: np.unique(np.stack([a[y == c], b[y == c]], axis=1), axis=0, return_counts=True)
+        for c in (True, False)
+    }
     grids = np.unique(a), np.unique(b)
 
     def stats(w_pos: FloatArray, w_neg: FloatArray) -> FloatArray:
         values = [
-            statistic(_class_counts(w_pos, s[y], g), _class_counts(w_neg, s[~y], g))
-            for s, g in zip((a, b), grids, strict=True)
+            statistic(
+                _class_counts(w_pos, pairs[True][0][:, side], grid),
+                _class_counts(w_neg, pairs[False][0][:, side], grid),
+            )
+            for side, grid in enumerate(grids)
         ]
         return values[1] - values[0]
 
-    n_pos, n_neg = int(y.sum()), int((~y).sum())
-    observed = float(stats(np.ones((1, n_pos)), np.ones((1, n_neg)))[0])
+    counts = {c: pairs[c][1].astype(np.float64) for c in (True, False)}
+    observed = float(stats(counts[True][None, :], counts[False][None, :])[0])
     if resamples < 1:
         return observed, None, 1.0
     rng = np.random.default_rng(seed)
-    per_block = max(1, _BLOCK_CELLS // max(len(grids[0]), len(grids[1]), n_pos, n_neg))
+    per_block = max(1, _BLOCK_CELLS // max(len(grids[0]), len(grids[1])))
     draws = []
     for start in range(0, resamples, per_block):
         rows = min(per_block, resamples - start)
-        draws.append(stats(_multinomial(rng, n_pos, rows), _multinomial(rng, n_neg, rows)))
+        draws.append(
+            stats(_multinomial(rng, counts[True], rows), _multinomial(rng, counts[False], rows))
+        )
     diffs = np.concatenate(draws)
     if np.all(diffs == diffs[0]) and diffs[0] == 0.0:
         return observed, (0.0, 0.0), 1.0
