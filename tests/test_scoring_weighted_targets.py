@@ -47,6 +47,24 @@ def test_weighted_score_renormalises_over_present_objectives() -> None:
     assert result.score == pytest.approx(expected)
 
 
+def test_weighted_score_leaves_out_metrics_under_the_coverage_floor() -> None:
+    card = _card(
+        _summary("token_f1", "lexical", 0.9, coverage=0.25),
+        _summary("exact_match", "lexical", 0.5, coverage=1.0),
+        _summary("mrr", "retrieval", 0.4, coverage=0.5),
+    )
+    weights, feeds = {"answer": 1.0, "retrieval": 1.0}, {"answer": ["group:lexical"]}
+    result = weighted_score(card, weights, feeds, coverage_floor=0.9)
+    # token_f1 (25% of its cases) and mrr (50%) speak for a few cases: out
+    assert result.objectives == {"answer": 0.5, "retrieval": None}
+    assert result.score == pytest.approx(0.5)
+    assert result.missing == ["retrieval"]
+    thin = {o.name: o.under_coverage for o in result.detail}
+    assert thin == {"answer": {"token_f1": 0.25}, "retrieval": {"mrr": 0.5}}
+    # without a floor (a scorecard read without coverage, or floor 0) every metric counts
+    assert weighted_score(card, weights, feeds).objectives["answer"] == pytest.approx(0.7)
+
+
 def test_weighted_score_custom_weights_and_feeds() -> None:
     card = _card(_summary("token_f1", "lexical", 0.4), _summary("mrr", "retrieval", 1.0))
     result = weighted_score(card, {"answer": 1.0, "retrieval": 1.0}, {"answer": ["token_f1"]})
@@ -123,3 +141,40 @@ def test_prices_fill_missing_costs_and_summary_keeps_judge_apart() -> None:
     system = summary["cost"]["system"]
     assert (system["n_costed"], system["n_without_cost"]) == (2, 1)
     assert summary["cost"]["judge"]["status"] == "not_measured"
+
+
+def test_eval_withholds_a_weighted_score_measured_on_one_case_of_four(tmp_path) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from ragmeter.cli.main import main
+
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text(
+        "".join(
+            json.dumps({"case_id": f"c{i}", "question": f"What is {i}?", "reference_answer": a})
+            + "\n"
+            for i, a in enumerate(["Alpha 42", "Beta 7", "Gamma 9", "Delta 1"])
+        )
+    )
+    (tmp_path / "flaky.py").write_text(
+        "def answer(question):\n"
+        "    if question == 'What is 0?':\n"
+        "        return {'answer': 'Alpha 42'}\n"
+        "    raise RuntimeError('down')\n"
+    )
+    store = tmp_path / "runs.db"
+    arguments = ["eval", "-d", str(cases), "--target", f"{tmp_path / 'flaky.py'}:answer"]
+    arguments += ["--metrics", "lexical", "--store", str(store), "--no-progress"]
+    result = CliRunner().invoke(main, arguments)
+    assert result.exit_code == 0, result.output
+    shown = " ".join(result.output.split())
+    assert "weighted score: - (no objective has a value)" in shown
+    assert "left out, measured on too few cases: exact_match (25%), token_f1 (25%)" in shown
+    run_file = next((tmp_path / "runs").glob("*.json"))
+    weighted = json.loads(run_file.read_text())["weighted_score"]
+    assert weighted["score"] is None
+    assert weighted["detail"][0]["under_coverage"]["token_f1"] == 0.25
+    report = next((tmp_path / "runs").glob("*.md")).read_text()
+    assert "- weighted score: - (missing: accuracy" in report

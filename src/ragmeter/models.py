@@ -419,6 +419,9 @@ class ObjectiveScore(BaseModel):
     value: float | None
     weight: float
     metrics: list[str] = Field(default_factory=list)
+    # metrics of the objective measured on less than the coverage floor of their cases, left
+    # out (metric -> its coverage): a value from a few cases is not the run's
+    under_coverage: dict[str, float] = Field(default_factory=dict)
 
 
 class WeightedScore(BaseModel):

@@ -9,7 +9,7 @@ layout (:class:`Fit`) instead of truncating cells with an ellipsis.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, ConsoleOptions, RenderResult
@@ -243,8 +243,10 @@ def breakdown_table(
 
 
 def weighted_line(weighted: WeightedScore) -> str:
+    thin = under_coverage(weighted)
     if weighted.score is None:
-        return "weighted score: - (no objective has a value)"
+        line = "weighted score: - (no objective has a value)"
+        return f"{line}; {thin}" if thin else line
     parts = [
         f"{inert(name)} {value:.3f} x {weighted.effective_weights[name]:.2f}"
         for name, value in weighted.objectives.items()
@@ -253,7 +255,17 @@ def weighted_line(weighted: WeightedScore) -> str:
     line = f"weighted score: [bold]{weighted.score:.3f}[/bold] ({', '.join(parts)})"
     if weighted.missing:
         line += f"; missing, weights renormalised: {', '.join(map(inert, weighted.missing))}"
-    return line
+    return f"{line}; {thin}" if thin else line
+
+
+def under_coverage(weighted: WeightedScore, quote: Callable[[str], str] = inert) -> str:
+    """The metrics the weighted score left out for their coverage, as one phrase ("" if
+    none), each name passed through ``quote``."""
+    thin = {n: c for objective in weighted.detail for n, c in objective.under_coverage.items()}
+    if not thin:
+        return ""
+    listed = ", ".join(f"{quote(name)} ({coverage:.0%})" for name, coverage in thin.items())
+    return f"left out, measured on too few cases: {listed}"
 
 
 def target_value(result: TargetResult, scorecard: Scorecard | None) -> str:

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 from ragmeter.models import MetricSummary, RunRecord, Scorecard, TargetResult
-from ragmeter.reports.console import format_value, target_value
+from ragmeter.reports.console import format_value, target_value, under_coverage
 from ragmeter.reports.perspectives import by_perspective, target_perspective
 from ragmeter.scoring.targets import target_condition
 
@@ -81,8 +81,16 @@ def render_markdown(record: RunRecord) -> str:
         f"- suite: {md_text(config.get('suite', 'full'))}",
         f"- perspectives: {', '.join(md_text(p) for p in config.get('perspectives') or ['all'])}",
     ]
-    if record.weighted_score is not None and record.weighted_score.score is not None:
-        lines.append(f"- weighted score: {record.weighted_score.score:.3f}")
+    weighted = record.weighted_score
+    thin = under_coverage(weighted, md_text) if weighted is not None else ""
+    if weighted is not None and (weighted.score is not None or thin):
+        shown = "-" if weighted.score is None else f"{weighted.score:.3f}"
+        notes = (
+            [f"missing: {', '.join(map(md_text, weighted.missing))}"] if weighted.missing else []
+        )
+        if thin:
+            notes.append(thin)
+        lines.append(f"- weighted score: {shown}" + (f" ({'; '.join(notes)})" if notes else ""))
     targets: dict[str, list[TargetResult]] = {}
     for result in record.targets:
         targets.setdefault(target_perspective(result, record), []).append(result)

@@ -356,6 +356,7 @@ def finish_scoring(
             config.objectives,
             config.reference_cost_usd,
             config.reference_latency_ms,
+            config.coverage_floor,
         ),
         targets=check_targets(
             scorecard,

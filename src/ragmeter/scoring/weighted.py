@@ -13,8 +13,11 @@ Each objective is the mean of the metrics that feed it, every metric first turne
   duration, ``USD`` a cost, ``0-5`` a score on 0-5, any other unit left out.
 
 A feed is ``group:NAME`` (every metric of the group) or a metric name. A metric named explicitly
-by one objective is not also taken by another objective's group feed. Weights are renormalised
-over the objectives that have a value; the others are listed as missing.
+by one objective is not also taken by another objective's group feed. A metric measured on
+less than the coverage floor of the cases it applies to (``coverage_floor``, as for the targets)
+is left out of its objective and listed under ``under_coverage``: its value speaks for a few
+cases, not the run. Weights are renormalised over the objectives that have a value; the others
+are listed as missing.
 """
 
 from __future__ import annotations
@@ -95,6 +98,7 @@ def weighted_score(
     objectives: dict[str, list[str]] | None = None,
     reference_cost_usd: float = 0.01,
     reference_latency_ms: float = 1000.0,
+    coverage_floor: float = 0.0,
 ) -> WeightedScore:
     weights = dict(DEFAULT_WEIGHTS if weights is None else weights)
     objectives = {**DEFAULT_OBJECTIVES, **(objectives or {})}
@@ -109,16 +113,26 @@ def weighted_score(
     values: dict[str, float | None] = {}
     detail: list[ObjectiveScore] = []
     for objective, weight in weights.items():
+        thin = {
+            s.name: s.coverage
+            for s in feeds[objective]
+            if s.value is not None and s.coverage is not None and s.coverage < coverage_floor
+        }
         used = [
             (s.name, v)
             for s in feeds[objective]
-            if (v := unit_interval(s, reference_cost_usd, reference_latency_ms)) is not None
+            if s.name not in thin
+            and (v := unit_interval(s, reference_cost_usd, reference_latency_ms)) is not None
         ]
         value = sum(v for _, v in used) / len(used) if used else None
         values[objective] = value
         detail.append(
             ObjectiveScore(
-                name=objective, value=value, weight=weight, metrics=[name for name, _ in used]
+                name=objective,
+                value=value,
+                weight=weight,
+                metrics=[name for name, _ in used],
+                under_coverage=thin,
             )
         )
     present = {o: w for o, w in weights.items() if values[o] is not None and w > 0}

@@ -11,7 +11,7 @@ from typing import Any
 from ragmeter import __version__
 from ragmeter.models import Case, CaseResult, MetricSummary, RunRecord, Score, TargetResult
 from ragmeter.redaction import redact_text, redact_url
-from ragmeter.reports.console import format_value, target_value
+from ragmeter.reports.console import format_value, target_value, under_coverage
 from ragmeter.reports.html.cases import case_data, case_table
 from ragmeter.reports.html.format import esc, is_finite, metric_interval
 from ragmeter.reports.html.page import page
@@ -63,6 +63,8 @@ def run_header(record: RunRecord, heading: str = "Evaluation report") -> str:
     weighted = record.weighted_score
     if weighted is not None and weighted.score is not None:
         cards.insert(0, ("weighted score", f"{weighted.score:.3f}"))
+    if weighted is not None and (thin := under_coverage(weighted, str)):
+        cards.insert(1, ("weighted score", thin))
     card_html = "".join(
         f'<div class="card"><span class="muted">{esc(k)}</span><b>{esc(v)}</b></div>'
         for k, v in cards
