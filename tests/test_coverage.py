@@ -235,6 +235,16 @@ def test_non_inferiority_gate_and_noise_flags_through_the_cli(tmp_path: Path) ->
     assert worse.returncode == 4, worse.stdout + worse.stderr
     assert "recall_at_5 non_inferior(margin=0.02): fail" in worse.stdout
     assert "targets failed: recall_at_5" in worse.stderr
+    # the verdict is the one stored, written to the run file and reported (not "not measured")
+    (run_file,) = (tmp_path / "worse").glob("*.json")
+    (judged,) = json.loads(run_file.read_text())["targets"]
+    assert (judged["metric"], judged["status"]) == ("recall_at_5", "fail")
+    assert "lower bound" in judged["reason"]
+    shown = _cli(tmp_path, "show", json.loads(run_file.read_text())["id"], "--store", "runs.db")
+    assert "needs a baseline" not in shown.stdout and "fail: paired" in shown.stdout
+    (report,) = (tmp_path / "worse").glob("*.md")
+    assert "needs a baseline" not in report.read_text()
+    assert "lower bound" in report.read_text()
     alone = _cli(tmp_path, "eval", *common, "--targets", "t.yaml", "--gate", "--output-dir", "x")
     assert alone.returncode == 2 and "needs a baseline: add --baseline" in alone.stderr
     assert not (tmp_path / "x").exists()  # refused before any question

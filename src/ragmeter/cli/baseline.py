@@ -15,6 +15,7 @@ from ragmeter.store.sqlite import RunNotFoundError, RunStore
 
 if TYPE_CHECKING:
     from ragmeter.config import EvalConfig
+    from ragmeter.runner.engine import RunOutcome
     from ragmeter.scoring.compare import Comparison
 
 
@@ -96,3 +97,21 @@ def judge_non_inferior(
         console.print(Text(f"target {inert(line, markup=False)}"))
         targets.append(judged)
     return record.model_copy(update={"targets": targets})
+
+
+def keep_judged_targets(outcome: RunOutcome, record: RunRecord, store: str) -> None:
+    """Store ``record``'s targets (judged after the run) with the run and in its run file, and
+    make them the outcome's, so the reports written next show the verdicts."""
+    from ragmeter.runfile import RunFile
+
+    run_store = RunStore(store)
+    try:
+        run_store.save_extras(record)
+    finally:
+        run_store.close()
+    if outcome.run_file is not None:
+        run_file = RunFile.read(outcome.run_file)
+        run_file.targets = record.targets
+        written = run_file.write(outcome.run_file.parent)
+        assert written == outcome.run_file, (written, outcome.run_file)
+    outcome.record = record

@@ -264,6 +264,14 @@ class RunStore(RunStreams):
                 (completed_at, scorecard.model_dump_json(), error_count, extras_json, run_id),
             )
 
+    def save_extras(self, record: RunRecord) -> None:
+        """Replace a finished run's breakdowns, weighted score, targets and performance summary
+        with ``record``'s (a verdict judged after the run, e.g. a ``non_inferior`` target)."""
+        with self._errors(f"updating run {record.id}"), self.transaction():
+            self.db.execute(
+                "UPDATE runs SET extras_json=? WHERE id=?", (rows.extras_json(record), record.id)
+            )
+
     def save_index_stats(self, run_id: str, stats: dict[str, Any]) -> None:
         """Store the target's index statistics with the run (``targets/index_stats.py``)."""
         with self._errors(f"storing the index stats of run {run_id}"), self.transaction():
