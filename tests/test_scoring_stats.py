@@ -7,6 +7,8 @@ from itertools import combinations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ragmeter.metrics.base import Metric
 from ragmeter.scoring.bootstrap import Partition, summarize
@@ -171,3 +173,26 @@ def test_every_pair_of_groups_is_disjoint_in_a_single_valued_partition() -> None
     ]
     assert partition.labels == ["a", "b", "c"]
     assert all(not (x & y) for x, y in combinations(groups, 2))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from([0.0, 0.1, 0.2, 1 / 3, 0.7, 1.0, 1e-9, 0.999999999]),
+        min_size=1,
+        max_size=40,
+    )
+)
+def test_a_mean_and_its_interval_stay_within_the_values(values: list[float]) -> None:
+    column = np.array(values)[:, None]
+    table = ScoreTable(
+        [str(i) for i in range(len(values))], ["m0"], column, np.zeros(column.shape, np.int8)
+    )
+    (whole,) = summarize(table, _metrics(1), [Partition.whole(len(values))], 200, seed=1)
+    ((summary,),) = whole
+    low, high = min(values), max(values)
+    assert summary.value is not None and low <= summary.value <= high
+    if len(set(values)) == 1:
+        assert summary.value == values[0]
+    if summary.ci_low is not None and summary.ci_high is not None:
+        assert low <= summary.ci_low <= summary.ci_high <= high

@@ -178,3 +178,52 @@ def test_eval_withholds_a_weighted_score_measured_on_one_case_of_four(tmp_path) 
     assert weighted["detail"][0]["under_coverage"]["token_f1"] == 0.25
     report = next((tmp_path / "runs").glob("*.md")).read_text()
     assert "- weighted score: - (missing: accuracy" in report
+
+
+def test_a_value_within_rounding_of_the_threshold_equals_it() -> None:
+    from ragmeter.scoring.targets import holds
+
+    rounded = sum([0.2] * 12) / 12  # 0.20000000000000004 or 0.19999999999999998
+    assert rounded != 0.2
+    assert holds("<=", rounded, 0.2) and holds(">=", rounded, 0.2)
+    assert not holds("<", rounded, 0.2) and not holds(">", rounded, 0.2)
+    assert holds("<", 0.1999, 0.2) and not holds("<=", 0.2001, 0.2)
+    (result,) = check_targets(
+        _card(_summary("precision_at_5", "retrieval", 0.20000000000000004)),
+        parse_targets({"precision_at_5": "<= 0.2"}),
+    )
+    assert result.status == "pass"
+
+
+def test_eval_gate_passes_a_metric_that_is_exactly_at_its_threshold(tmp_path) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from ragmeter.cli.main import main
+
+    cases, replay = tmp_path / "cases.jsonl", tmp_path / "replay.jsonl"
+    with cases.open("w") as c, replay.open("w") as r:
+        for i in range(12):
+            gold = {"doc_id": f"doc{i}", "chunk_id": f"doc{i}#a"}
+            c.write(json.dumps({"case_id": f"c{i}", "question": f"q{i}?", "gold_passages": [gold]}))
+            retrieved = [{"id": f"doc{i}#a"}] + [{"id": f"other{k}#a"} for k in range(4)]
+            r.write(json.dumps({"case_id": f"c{i}", "answer": "a", "retrieved": retrieved}))
+            c.write("\n")
+            r.write("\n")
+    (tmp_path / "targets.yaml").write_text('precision_at_5: "<= 0.2"\nprecision_at_1: "< 1"\n')
+    arguments = ["eval", "-d", str(cases), "--target", f"replay:{replay}", "--metrics"]
+    arguments += ["retrieval", "--targets", str(tmp_path / "targets.yaml"), "--gate"]
+    arguments += ["--store", str(tmp_path / "runs.db"), "--no-progress"]
+    result = CliRunner().invoke(main, arguments)
+    shown = " ".join(result.output.split())
+    # every case's precision_at_5 is 0.2 and precision_at_1 is 1: one target holds, one not
+    assert result.exit_code == 4, result.output
+    assert "precision_at_5 <= 0.2 0.200 pass" in shown
+    assert "targets failed: precision_at_1" in shown and "precision_at_5" not in shown.split(
+        "targets failed:"
+    )[1]
+    run_file = next((tmp_path / "runs").glob("*.json"))
+    card = {m["name"]: m for m in json.loads(run_file.read_text())["scorecard"]["metrics"]}
+    assert card["precision_at_5"]["value"] == 0.2  # the mean of twelve 0.2, not 0.2 + 4e-17
+    assert (card["precision_at_5"]["ci_low"], card["precision_at_5"]["ci_high"]) == (0.2, 0.2)

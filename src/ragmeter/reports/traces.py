@@ -22,25 +22,18 @@ where the error and timeout rates are.
 from __future__ import annotations
 
 import json
-import operator
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, TextIO
 
 from ragmeter.metrics.base import perspective_of
 from ragmeter.models import Case, CaseResult, RunRecord, Score, TargetResult
+from ragmeter.scoring.targets import OPERATORS, holds
 
 __all__ = ["failed_case_traces", "trace_path", "write_traces"]
 TARGET_ERROR_PERSPECTIVE = "operational"
-
-_OPS: dict[str, Callable[[float, float], bool]] = {
-    ">": operator.gt,
-    ">=": operator.ge,
-    "<": operator.lt,
-    "<=": operator.le,
-}
 
 
 def _case_targets(record: RunRecord) -> list[TargetResult]:
@@ -50,7 +43,7 @@ def _case_targets(record: RunRecord) -> list[TargetResult]:
     kept = []
     for target in record.targets:
         summary = record.scorecard.get(target.metric)
-        if summary is not None and summary.aggregation == "mean" and target.op in _OPS:
+        if summary is not None and summary.aggregation == "mean" and target.op in OPERATORS:
             kept.append(target)
     return kept
 
@@ -75,7 +68,7 @@ def _reasons(
         scored = scores.get(target.metric)
         if scored is None or scored.status != "ok" or scored.value is None:
             continue
-        if not _OPS[target.op](scored.value, target.threshold):
+        if not holds(target.op, scored.value, target.threshold):
             reasons.append(
                 {
                     "kind": "target",

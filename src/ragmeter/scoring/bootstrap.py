@@ -254,11 +254,14 @@ def _summaries(
                 value: float | None = None
                 interval: tuple[float, float] | None = None
                 if n and metric.aggregation == "mean":
-                    value = float(sums[g, j] / n)
-                    if n >= 2 and lows[g, j] == highs[g, j]:
-                        interval = (float(lows[g, j]), float(lows[g, j]))
-                    elif n >= 2:
-                        interval = interval_of.get(j)
+                    # a mean lies between the lowest and the highest value: rounding in the
+                    # sums (twelve 0.2 sum to 2.4000000000000004) must not put it outside
+                    low, high = float(lows[g, j]), float(highs[g, j])
+                    value = min(max(float(sums[g, j] / n), low), high)
+                    if n >= 2 and low == high:
+                        interval = (low, low)
+                    elif n >= 2 and (drawn := interval_of.get(j)) is not None:
+                        interval = (max(drawn[0], low), min(drawn[1], high))
                 elif n and metric.aggregation == "sum":
                     value = float(sums[g, j])  # a true total: no mean x n, no interval
                 elif n and is_roc(metric.aggregation):

@@ -37,6 +37,18 @@ _OPS: dict[str, Callable[[float, float], bool]] = {
     "<": operator.lt,
     "<=": operator.le,
 }
+OPERATORS = tuple(_OPS)
+
+
+def holds(op: str, value: float, threshold: float) -> bool:
+    """``value op threshold``, a value within rounding of the threshold (relative 1e-9)
+    counting as equal to it: a mean of values that are all 0.2 sums to 0.20000000000000004,
+    which must pass ``<= 0.2`` and fail ``> 0.2``."""
+    if math.isclose(value, threshold, rel_tol=1e-9, abs_tol=1e-12):
+        return op in (">=", "<=")
+    return _OPS[op](value, threshold)
+
+
 _EXPRESSION = re.compile(
     r"^\s*(>=|<=|>|<)\s*([-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?)\s*"
     r"(?:@\s*(lower|upper)\s*)?(optional)?\s*$"
@@ -182,13 +194,13 @@ def check_targets(
             if bound is None:
                 reason = f"no interval for the {target.rule} bound (fewer than 2 cases)"
             else:
-                holds = _OPS[target.op](bound, target.threshold)
-                status = "pass" if holds else "fail"
+                bound_holds = holds(target.op, bound, target.threshold)
+                status = "pass" if bound_holds else "fail"
                 reason = f"{target.rule} bound {bound:.4g} {target.op} {target.threshold:g}" + (
-                    "" if holds else ": no"
+                    "" if bound_holds else ": no"
                 )
         else:
-            status = "pass" if _OPS[target.op](value, target.threshold) else "fail"
+            status = "pass" if holds(target.op, value, target.threshold) else "fail"
         results.append(
             TargetResult(
                 metric=target.metric,

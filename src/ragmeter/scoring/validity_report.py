@@ -12,8 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,6 +23,7 @@ from pydantic import BaseModel, Field
 
 from ragmeter.errors import InputError
 from ragmeter.models import MetricSummary, RunRecord, Score, TargetResult
+from ragmeter.scoring.targets import holds
 from ragmeter.scoring.validity import (
     DEFAULT_LEVEL,
     DEFAULT_RESAMPLES,
@@ -39,12 +39,6 @@ DEFAULT_MIN_CASES = 10
 SHOWN_UNKNOWN = 5
 # the statistic a floor is checked against, by label kind
 PRIMARY: dict[str, str] = {"binary": "auc", "graded": "spearman"}
-_OPS: dict[str, Callable[[float, float], bool]] = {
-    ">": operator.gt,
-    ">=": operator.ge,
-    "<": operator.lt,
-    "<=": operator.le,
-}
 _THRESHOLD_KINDS = ("binary", "proportion", "score")
 
 
@@ -217,7 +211,7 @@ def _measure(
     rule = threshold_for(summary, targets)
     if rule is not None:
         op, threshold, text = rule
-        predicted = np.array([_OPS[op](v, threshold) for v in values.tolist()], dtype=float)
+        predicted = np.array([holds(op, v, threshold) for v in values.tolist()], dtype=float)
         found = {"threshold_op": op, "threshold": threshold, "threshold_rule": text}
     estimates = binary_validity(oriented, labels, predicted, **bootstrap)
     return {**found, "statistics": _statistics(estimates)}
