@@ -220,9 +220,10 @@ def test_eval_gate_passes_a_metric_that_is_exactly_at_its_threshold(tmp_path) ->
     # every case's precision_at_5 is 0.2 and precision_at_1 is 1: one target holds, one not
     assert result.exit_code == 4, result.output
     assert "precision_at_5 <= 0.2 0.200 pass" in shown
-    assert "targets failed: precision_at_1" in shown and "precision_at_5" not in shown.split(
-        "targets failed:"
-    )[1]
+    assert (
+        "targets failed: precision_at_1" in shown
+        and "precision_at_5" not in shown.split("targets failed:")[1]
+    )
     run_file = next((tmp_path / "runs").glob("*.json"))
     card = {m["name"]: m for m in json.loads(run_file.read_text())["scorecard"]["metrics"]}
     assert card["precision_at_5"]["value"] == 0.2  # the mean of twelve 0.2, not 0.2 + 4e-17
