@@ -317,3 +317,32 @@ def test_grounding_metrics_against_begin_human_labels(tmp_path: Path) -> None:
     assert run(*gate, "--floor", f"grounding_score={measured + 0.005}").exit_code == EXIT_GATE
     assert run(*gate, "--floor", f"grounding_score={measured - 0.005}").exit_code == 0
     assert "grounding_score" in run("show", run_id, "--store", str(store)).output
+
+
+def test_a_detector_statistic_is_not_measured_as_a_per_case_score(tmp_path: Path) -> None:
+    store = tmp_path / "runs.db"
+    made = run("eval", "--store", str(store), "--metrics", "injection", "--no-progress")
+    assert made.exit_code == 0, made.output
+    run_store = RunStore(store, create=False)
+    (run_id,) = [row[0] for row in run_store.db.execute("SELECT id FROM runs")]
+    case_ids = [row[0] for row in run_store.db.execute("SELECT case_id FROM cases")]
+    run_store.close()
+    path = write_labels(tmp_path / "labels.jsonl", {c: i % 2 for i, c in enumerate(case_ids)})
+    shown = run(
+        "validity", run_id, "--labels", str(path), "--store", str(store), "--json",
+        "--metric", "injection_auc",
+    )  # fmt: skip
+    assert shown.exit_code == 0, shown.output
+    (result,) = json.loads(shown.output)["metrics"]
+    # its run's target (> 0.85 on the AUC) is not a threshold on a case's detector score
+    assert (result["metric"], result["measured"], result["threshold"]) == (
+        "injection_auc",
+        False,
+        None,
+    )
+    assert "run-level statistic (auc)" in result["reason"]
+    gated = run(
+        "validity", run_id, "--labels", str(path), "--store", str(store),
+        "--metric", "injection_auc", "--gate", "--floor", "injection_auc=0.6",
+    )  # fmt: skip
+    assert gated.exit_code == 4, gated.output

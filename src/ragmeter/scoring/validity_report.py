@@ -23,6 +23,7 @@ from pydantic import BaseModel, Field
 
 from ragmeter.errors import InputError
 from ragmeter.models import MetricSummary, RunRecord, Score, TargetResult
+from ragmeter.scoring.roc import is_roc
 from ragmeter.scoring.targets import holds
 from ragmeter.scoring.validity import (
     DEFAULT_LEVEL,
@@ -191,6 +192,11 @@ def _measure(
     settings: dict[str, Any],
 ) -> dict[str, Any]:
     """The statistics part of a MetricValidity, or why the metric is not measured."""
+    if is_roc(summary.aggregation):
+        return {
+            "reason": f"a run-level statistic ({summary.aggregation}) of detector scores, "
+            "not a per-case score of how good a case is"
+        }
     n = len(pairs)
     if n < settings["min_cases"]:
         return {"reason": f"{n} labelled cases scored (fewer than {settings['min_cases']})"}
