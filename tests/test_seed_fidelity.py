@@ -180,6 +180,8 @@ def test_class_counts_are_rate_times_n() -> None:
         ("The Eiffel Tower", "Eiffel Tower", 0.0, 1.0),  # articles count
         ("$604", "604", 0.0, 1.0),
         ("Lyon", "Paris", 0.0, 0.0),
+        ("Cafe\u0301 Zu\u0308rich", "Caf\u00e9 Z\u00fcrich", 1.0, 1.0),  # NFD against NFC
+        ("Caf\u00e9", "Cafe", 0.0, 0.0),  # an accent is not dropped
     ],
 )
 def test_exact_match_strict(answer: str, reference: str, strict: float, squad: float) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import string
+import unicodedata
 from functools import lru_cache
 from typing import Any
 
@@ -19,8 +20,9 @@ _PUNCTUATION = str.maketrans("", "", string.punctuation)
 
 @lru_cache(maxsize=4096)  # a case's answer and reference are normalised by several metrics
 def normalize_answer(text: str) -> str:
-    """Lowercase, drop punctuation and articles, fold white space (the SQuAD rule)."""
-    text = text.lower().translate(_PUNCTUATION)
+    """Lowercase, drop punctuation and articles, fold white space (the SQuAD rule), after
+    composing accents (NFC): "Café" typed as "e" + U+0301 is the same text as with "é"."""
+    text = unicodedata.normalize("NFC", text).lower().translate(_PUNCTUATION)
     return " ".join(_ARTICLES.sub(" ", text).split())
 
 
@@ -30,8 +32,12 @@ def exact_match(prediction: str, reference: str) -> float:
 
 def exact_match_strict(prediction: str, reference: str) -> float:
     """Seed 000's exact match: equal after lowercasing and folding white space only (punctuation
-    and articles count, unlike :func:`exact_match`)."""
-    return float(" ".join(prediction.lower().split()) == " ".join(reference.lower().split()))
+    and articles count, unlike :func:`exact_match`); accents composed (NFC) on both sides."""
+    return float(_strict(prediction) == _strict(reference))
+
+
+def _strict(text: str) -> str:
+    return " ".join(unicodedata.normalize("NFC", text).lower().split())
 
 
 @lru_cache(maxsize=1024)  # read by token_f1 and by the abstention classes of each case
