@@ -12,6 +12,7 @@ import pytest
 
 from ragmeter.reports.csv_export import LONG_COLUMNS, WIDE_COLUMNS, safe_cell
 from ragmeter.store.sqlite import RunStore
+from ragmeter.text import visible
 from tests.test_report_support import HOSTILE_ID, build_replay_runs, ragmeter
 
 
@@ -50,7 +51,7 @@ def test_long_csv_equals_the_store(run: tuple[Path, Path, str]) -> None:
     for row, score in zip(rows[1:], scores, strict=True):
         cell = dict(zip(LONG_COLUMNS, row, strict=True))
         assert cell["run_id"] == run_id
-        assert cell["case_id"] == safe_cell(score.case_id)
+        assert cell["case_id"] == safe_cell(visible(score.case_id))
         assert cell["metric"] == score.metric and cell["group"] == groups[score.metric]
         assert cell["status"] == score.status
         assert cell["category"] == safe_cell(categories[score.case_id])
@@ -81,14 +82,14 @@ def test_wide_csv_equals_the_store(run: tuple[Path, Path, str]) -> None:
     assert len(rows) - 1 == len(cases)
     by_case = {row[0]: row for row in rows[1:]}
     for score in run_store.get_scores(run_id):
-        row = by_case[safe_cell(score.case_id)]
+        row = by_case[safe_cell(visible(score.case_id))]
         cell = row[len(WIDE_COLUMNS) + metrics.index(score.metric)]
         if score.status == "ok":
             assert float(cell) == score.value
         else:
             assert cell == ""
     for case in cases:
-        row = by_case[safe_cell(case.case_id)]
+        row = by_case[safe_cell(visible(case.case_id))]
         assert row[3] == "ok"
         latency = results[case.case_id].latency_ms
         assert latency is not None and float(row[4]) == latency
@@ -122,3 +123,33 @@ def test_export_errors(run: tuple[Path, Path, str]) -> None:
         folder, "export", run_id, "--store", str(store), "--format", "csv", "-o", str(folder)
     )
     assert to_folder.returncode != 0 and "is a directory" in to_folder.stderr
+
+
+def test_ids_that_differ_by_a_control_character_stay_distinct(tmp_path: Path) -> None:
+    import json
+
+    cases = [
+        {"case_id": "e2", "question": "q?", "reference_answer": "yes"},
+        {"case_id": "e2\x1b[0m", "question": "q?", "reference_answer": "yes"},
+        {"case_id": "e3", "question": "q?", "reference_answer": "yes"},
+    ]
+    replies = [
+        {"case_id": "e2", "answer": "yes"},
+        {"case_id": "e2\x1b[0m", "answer": "no"},
+        {"case_id": "e3", "error_type": "timeout", "error_message": "slow", "latency_ms": 900},
+    ]
+    (tmp_path / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases))
+    (tmp_path / "replay.jsonl").write_text("".join(json.dumps(r) + "\n" for r in replies))
+    made = ragmeter(
+        tmp_path, "eval", "-d", "cases.jsonl", "--target", "replay:replay.jsonl",
+        "--metrics", "lexical", "--store", "runs.db", "--no-progress", "--output", "run",
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    run_id = json.loads((tmp_path / "runs" / "run.json").read_text())["id"]
+    rows = _rows(_export(tmp_path, tmp_path / "runs.db", run_id, "csv-wide", "wide.csv"))
+    by_id = {row[0]: row for row in rows[1:]}
+    assert set(by_id) == {"e2", "e2\\x1b[0m", "e3"}
+    assert by_id["e3"][3] == "error: timeout" and by_id["e3"][4] == ""  # no answer, no latency
+    shown = ragmeter(tmp_path, "show", run_id, "--store", "runs.db", "--cases")
+    assert shown.returncode == 0, shown.stderr
+    assert "e2\\x1b[0m" in shown.stdout and "\x1b" not in shown.stdout

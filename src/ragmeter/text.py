@@ -156,3 +156,14 @@ def tokenize(text: str) -> list[str]:
 
 def split_sentences(text: str) -> list[str]:
     return [kept for s in _SENTENCE_END.split(text) if (kept := s.strip(" -*\t"))]
+
+
+def visible(text: str) -> str:
+    """``text`` with every character that does not print (an escape, a control character, a
+    line break, a bidi override) written as its escape (``\\x1b``, ``\\u202e``): for
+    identifiers, which must stay distinct when shown, not lose characters silently."""
+    if text.isprintable():
+        return text
+    return "".join(
+        c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text
+    )

@@ -24,6 +24,7 @@ from ragmeter.errors import InputError
 from ragmeter.models import Case, CaseResult, MetricSummary, Response, Score, Scorecard
 from ragmeter.reports.console import format_value
 from ragmeter.reports.detail_lines import ITEM_LIMIT, clip, detail_lines, useful_details
+from ragmeter.text import visible
 
 ANSWER_LIMIT = 600  # characters of an answer, question or reference shown
 ERROR_LIMIT = 600
@@ -167,7 +168,7 @@ def _status(result: CaseResult | None) -> str:
 def _header(item: _Shown) -> Text:
     result = item.result
     title = Text("case ")
-    title.append(clip(item.case.case_id, ITEM_LIMIT), style="bold")
+    title.append(clip(visible(item.case.case_id), ITEM_LIMIT), style="bold")
     title.append(" · ")
     title.append(_status(result), style="green" if result and result.status == "ok" else "red")
     if result is not None and result.latency_ms is not None:

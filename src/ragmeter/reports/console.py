@@ -28,6 +28,7 @@ from ragmeter.models import (
 from ragmeter.reports.operational import operational_renderables
 from ragmeter.reports.terminal import inert, inert_text
 from ragmeter.scoring.targets import target_condition
+from ragmeter.text import visible
 
 if TYPE_CHECKING:
     from ragmeter.metrics.base import Metric
@@ -376,7 +377,7 @@ def cases_table(results: Sequence[CaseResult], error_limit: int = ERROR_LIMIT) -
                 error.append(": ")
                 error.append_text(inert_text(result.error_message, error_limit))
         table.add_row(
-            inert_text(result.case_id),
+            inert_text(visible(result.case_id)),
             Text(result.status, style="green" if result.status == "ok" else "red"),
             error,
             f"{result.latency_ms:.1f}" if result.latency_ms is not None else "-",

@@ -23,6 +23,7 @@ from pathlib import Path
 from ragmeter.models import Case, CaseResult, RunRecord, Score
 from ragmeter.redaction import redact_text
 from ragmeter.reports.terminal import strip_unsafe
+from ragmeter.text import visible
 
 __all__ = [
     "CSV_FORMATS",
@@ -84,7 +85,7 @@ def long_rows(
         ok = score.status == "ok" and score.value is not None
         yield [
             run_id,
-            safe_cell(score.case_id),
+            safe_cell(visible(score.case_id)),
             safe_cell(case.dataset if case else None),
             safe_cell(case.category if case else None),
             safe_cell(score.metric),
@@ -131,11 +132,13 @@ def wide_rows(
         else:
             status = f"error: {result.error_type or 'error'}"
         yield [
-            safe_cell(case.case_id),
+            safe_cell(visible(case.case_id)),
             safe_cell(case.category),
             safe_cell(case.question),
             safe_cell(status),
-            number_cell(result.latency_ms if result is not None else None),
+            number_cell(
+                result.latency_ms if result is not None and result.status == "ok" else None
+            ),
             *values.get(case.case_id, [""] * len(metrics)),
         ]
 
