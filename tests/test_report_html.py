@@ -235,6 +235,7 @@ def test_demo_comparison_corrected_p_mde_and_totals(demo: tuple[Path, Path, str,
 
 def test_targets_use_the_metric_kind(demo: tuple[Path, Path, str, str]) -> None:
     from ragmeter.reports.console import target_value
+    from ragmeter.scoring.targets import target_condition
 
     folder, store, base, _ = demo
     out = folder / "demo.html"
@@ -247,6 +248,30 @@ def test_targets_use_the_metric_kind(demo: tuple[Path, Path, str, str]) -> None:
         row = re.search(rf'<th scope="row">{re.escape(esc(target.metric))}</th>(.*?)</tr>', section)
         assert row, target.metric
         assert f'<td class="num">{esc(target_value(target, record.scorecard))}</td>' in row.group(1)
+        assert f"<td>{esc(target_condition(target))}</td>" in row.group(1)
+        if target.reason:  # why a target is not measured (or how it was judged), as in Markdown
+            assert esc(target.reason) in row.group(1), target.metric
+
+
+def test_a_target_row_says_why_it_is_not_measured() -> None:
+    from ragmeter.models import RunRecord, TargetResult
+    from ragmeter.reports.html.run import targets_section
+
+    thin = TargetResult(
+        metric="recall_at_5", op=">", threshold=0.7, value=0.571, status="not_measured",
+        reason="coverage 0.58 < 0.90",
+    )  # fmt: skip
+    margin = TargetResult(
+        metric="token_f1", op=">", threshold=0.02, value=0.5, status="fail", rule="non_inferior",
+        reason="paired difference vs b: lower bound -0.75 beyond the margin 0.02",
+    )  # fmt: skip
+    record = RunRecord(
+        id="r", name="r", created_at="2026-11-24T00:00:00+00:00", config={}, datasets=[],
+        targets=[thin, margin],
+    )  # fmt: skip
+    html = targets_section(record)
+    assert "not measured: coverage 0.58 &lt; 0.90" in html
+    assert "<td>non_inferior(margin=0.02)</td>" in html and "fail: paired difference" in html
 
 
 def test_hostile_run_name_and_category_are_text(runs: tuple[Path, Path, str, str]) -> None:

@@ -17,6 +17,7 @@ from ragmeter.reports.html.format import esc, is_finite, metric_interval
 from ragmeter.reports.html.page import page
 from ragmeter.reports.html.svg import histogram, interval_bar
 from ragmeter.reports.perspectives import by_perspective, headline_metrics, target_perspective
+from ragmeter.scoring.targets import target_condition
 
 __all__ = ["describe_target", "render_run_html", "run_header", "scorecard_section"]
 
@@ -130,6 +131,8 @@ def _target_status(result: TargetResult) -> str:
     cls = {"pass": "pass", "fail": "fail"}.get(result.status, "unmeasured")
     if result.optional and result.status == "not_measured":
         text += " (optional)"
+    if result.reason:
+        text += f": {result.reason}"
     return f'<td class="{cls}">{esc(text)}</td>'
 
 
@@ -138,7 +141,7 @@ def targets_section(record: RunRecord) -> str:
         return '<section id="targets"><h2>Targets</h2><p>No targets.</p></section>'
     rows = "".join(
         f'<tr><th scope="row">{esc(t.metric)}</th><td>{esc(target_perspective(t, record))}</td>'
-        f"<td>{esc(t.op)} {t.threshold:g}</td>"
+        f"<td>{esc(target_condition(t))}</td>"
         f'<td class="num">{esc(target_value(t, record.scorecard))}</td>'
         f"{_target_status(t)}</tr>"
         for t in record.targets
