@@ -583,3 +583,42 @@ def test_case_details_filter_failing_cases_and_metrics() -> None:
     assert "2 failing case(s) of 4" in " ".join(shown.split())
     with pytest.raises(ValueError, match="'nope'"):
         case_details(cases, results, scores, metrics=["nope"])
+
+
+def test_show_by_a_field_gives_each_group_its_coverage(tmp_path) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from ragmeter.cli.main import main
+
+    cases, replies = [], []
+    for i in range(4):
+        cases.append({"case_id": f"f{i}", "question": "q?", "reference_answer": "yes",
+                      "category": "factual"})  # fmt: skip
+        cases.append({"case_id": f"h{i}", "question": "q?", "reference_answer": "yes",
+                      "category": "howto"})  # fmt: skip
+        # half the factual cases fail; every howto case is answered
+        failed = {"case_id": f"f{i}", "error_type": "timeout", "error_message": "slow"}
+        replies.append(failed if i % 2 else {"case_id": f"f{i}", "answer": "yes"})
+        replies.append({"case_id": f"h{i}", "answer": "yes"})
+    (tmp_path / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases))
+    (tmp_path / "replay.jsonl").write_text("".join(json.dumps(r) + "\n" for r in replies))
+    store = str(tmp_path / "runs.db")
+    made = CliRunner().invoke(main, [
+        "eval", "-d", str(tmp_path / "cases.jsonl"), "--target",
+        f"replay:{tmp_path / 'replay.jsonl'}", "--metrics", "lexical", "--store", store,
+        "--no-progress", "--output-dir", str(tmp_path / "runs"), "--output", "run",
+    ])  # fmt: skip
+    assert made.exit_code == 0, made.output
+    run_id = json.loads((tmp_path / "runs" / "run.json").read_text())["id"]
+    shown = CliRunner().invoke(
+        main, ["show", run_id, "--store", store, "--by", "category", "--metric", "token_f1"],
+        env={"COLUMNS": "160"},
+    )  # fmt: skip
+    assert shown.exit_code == 0, shown.output
+    rows = [line for line in shown.output.splitlines() if "token_f1" in line]
+    assert len(rows) == 2, shown.output
+    factual, howto = (re.sub(r"[│┃]", " ", row).split() for row in rows)
+    assert factual[-4:] == ["2", "0", "2", "50%"]  # n, skip, fail, cov
+    assert howto[-4:] == ["4", "0", "0", "100%"]

@@ -235,6 +235,7 @@ def breakdown_table(
                 str(summary.n_scored),
                 str(summary.n_skipped),
                 _failed(summary),
+                _coverage_cell(summary),
             )
             narrow.add_row(
                 group, inert(summary.name), _value_and_interval(summary), _counts(summary)
