@@ -182,6 +182,7 @@ def test_binary_labels_end_to_end(tmp_path: Path) -> None:
     show = run("show", run_id, "--store", str(store))
     section = show.output[show.output.index("Validity") :]
     assert re.search(rf"token_f1\s*│\s*AUC\s*│\s*{auc_text}", section), section
+    assert f"({report['labels_sha256'][:8]})" in section  # two versions of a file differ
     document = json.loads(run("show", run_id, "--store", str(store), "--json").output)
     [stored] = document["validity"]
     assert stored["labels_sha256"] == report["labels_sha256"]

@@ -176,10 +176,12 @@ def validity_section(reports: list[ValidityReport]) -> Table:
     for report in reports:
         name = PRIMARY[report.label_kind]
         measured = [m for m in report.metrics if m.measured]
+        # two versions of one labels file are told apart by their content's hash
+        labels = f"{inert(report.labels_path)} ({report.labels_sha256[:8]})"
         for result in measured:
             statistic = result.statistics.get(name)
             table.add_row(
-                inert(report.labels_path),
+                labels,
                 inert(result.metric),
                 NAMES[name],
                 value_text(statistic),
@@ -188,5 +190,5 @@ def validity_section(reports: list[ValidityReport]) -> Table:
             )
         if len(measured) < len(report.metrics):
             count = len(report.metrics) - len(measured)
-            table.add_row(inert(report.labels_path), f"({count} not measured)", "", "", "", "")
+            table.add_row(labels, f"({count} not measured)", "", "", "", "")
     return table
