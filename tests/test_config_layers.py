@@ -149,8 +149,10 @@ def test_the_gate_from_a_config_file(tmp_path: Path, monkeypatch: pytest.MonkeyP
     for variable in ENV_FIELDS:
         monkeypatch.delenv(variable, raising=False)
     Path("ci.yaml").write_text(
-        # a target never met (mrr is at most 1)
-        "gate: true\nsamples: 4\nmetrics: [retrieval]\nprogress: false\ntargets: {mrr: '> 1.5'}\n",
+        # a target the demo's reference pipeline does not meet (a target no value could meet,
+        # such as mrr > 1.5, is refused before the run)
+        "gate: true\nsamples: 4\nmetrics: [retrieval]\nprogress: false\n"
+        "targets: {mrr: '< 0.001'}\n",
         encoding="utf-8",
     )
     result = CliRunner().invoke(main, ["eval", "--config", "ci.yaml"])

@@ -355,3 +355,17 @@ def test_target_values_read_as_their_metric_kind(tmp_path: Path) -> None:
     assert re.search(r"> 0\.5\s+\d\.\d{3}\s", rows["claim_support_rate"])  # a proportion
     markdown = next((tmp_path / "out").glob("*.md")).read_text(encoding="utf-8")
     assert "| numeric\\_fabrication\\_count | &lt; 1 | 0.00 numbers |" in markdown
+
+
+def test_rescore_refuses_a_target_its_metrics_no_longer_compute(tmp_path: Path) -> None:
+    (tmp_path / "t.yaml").write_text("recall_at_5: '> 0.5'\n")
+    first = run(*eval_args(tmp_path, "--samples", "8", "--targets", str(tmp_path / "t.yaml")))
+    assert first.exit_code == 0, first.output
+    _, document = run_file(tmp_path / "out")
+    again = run(
+        "rescore", document["id"], "--store", str(tmp_path / "runs.db"), "--metrics", "lexical",
+        "--output-dir", str(tmp_path / "again"),
+    )  # fmt: skip
+    assert again.exit_code == 2, again.output
+    assert "recall_at_5" in again.output
+    assert not (tmp_path / "again").exists()  # refused before anything was scored

@@ -55,6 +55,8 @@ DEFAULT_TOP_K = 5
 DEFAULT_TARGET_TIMEOUT_S = 30.0
 DEFAULT_CASE_TIMEOUT_S = 60.0
 DEFAULT_RELEVANCE_LEVEL = 1
+# the highest relevance grade a gold passage can have (0-3, docs/datasets.md)
+MAX_RELEVANCE_GRADE = 3
 DEFAULT_NDCG_GAIN: Literal["linear", "exponential"] = "linear"
 DEFAULT_BREAKDOWNS = ("category", "difficulty", "answerable")
 DEFAULT_JUDGE_TIMEOUT_S = 60.0
@@ -224,6 +226,18 @@ class EvalConfig(BaseModel):
                 f"{value!r} must be a file name without a folder (the folder is output_dir)"
             )
         return name
+
+    @field_validator("relevance_level")
+    @classmethod
+    def _reachable_relevance_level(cls, value: int) -> int:
+        if value > MAX_RELEVANCE_GRADE:
+            raise ValueError(
+                f"{value} is above the highest relevance grade ({MAX_RELEVANCE_GRADE}): no gold "
+                f"passage could count as relevant and every binary retrieval metric would be 0; "
+                f"use 1-{MAX_RELEVANCE_GRADE} (1: any relevant passage, {MAX_RELEVANCE_GRADE}: "
+                "direct answers only)"
+            )
+        return value
 
     @field_validator("grounding_model")
     @classmethod
@@ -428,7 +442,8 @@ def load_config(
         return EvalConfig.model_validate(data)
     except ValidationError as exc:
         problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
+            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg'].removeprefix('Value error, ')}"
+            for err in exc.errors()
         )
         where = f"{source}: invalid config" if yaml_path is not None else "invalid option"
         raise ConfigError(f"{where}: {problems}") from exc

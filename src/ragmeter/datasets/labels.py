@@ -11,7 +11,9 @@ case's ``gold_passages``; everything else would silently replace a value).
 
 from __future__ import annotations
 
+import difflib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -103,12 +105,56 @@ def _where(place: tuple[str, int], folder: Path) -> str:
     return f"{name}:{line}"
 
 
+# files of these kinds beside cases.jsonl are data a user may mean as labels
+_DATA_SUFFIXES = (".json", ".jsonl", ".ndjson", ".yaml", ".yml", ".csv", ".tsv", ".parquet")
+_LABEL_FILE = re.compile(r".+_labels\.jsonl")
+
+
+def unread_files(folder: Path) -> list[Problem]:
+    """Files of a label folder that look like its cases or a label file but would not be read
+    (``pipeline_label.jsonl``, ``groundedness_labels.json``, ``cases.json``): their labels would
+    be left out without a word."""
+    problems: list[Problem] = []
+    for path in sorted(folder.iterdir()):
+        name = path.name
+        if name == "cases.jsonl" or _LABEL_FILE.fullmatch(name) or name.startswith("."):
+            continue
+        if not path.is_file():
+            continue
+        stem = name.split(".", 1)[0]
+        suffix = path.suffix.lower()
+        if "label" in stem.lower() and (suffix in _DATA_SUFFIXES or "_labels" in stem):
+            base = re.sub(r"[-_ ]*labels?$", "", stem, flags=re.IGNORECASE) or "NAME"
+            expected = f"{base}_labels.jsonl"
+        elif suffix in _DATA_SUFFIXES and difflib.get_close_matches(stem.lower(), ["cases"]):
+            expected = "cases.jsonl"
+        else:
+            continue
+        problems.append(
+            Problem(
+                str(path),
+                None,
+                None,
+                f"looks like a file of this label folder but is not read (only cases.jsonl and "
+                f"NAME_labels.jsonl files are); rename it to {expected}, or move it out of "
+                "the folder",
+            )
+        )
+    return problems
+
+
 def load_label_folder(folder: str | Path) -> list[Case]:
     folder = Path(folder)
     problems: list[Problem] = []
     base_file = folder / "cases.jsonl"
     if not base_file.is_file():
-        raise DatasetError([Problem(str(folder), None, None, "no cases.jsonl in this folder")])
+        raise DatasetError(
+            [
+                Problem(str(folder), None, None, "no cases.jsonl in this folder"),
+                *unread_files(folder),
+            ]
+        )
+    problems += unread_files(folder)
     base = read_jsonl_records(base_file, problems)
     merged: dict[str, dict[str, Any]] = {}
     # where each field of a case came from (file, line), for the problems of the merged case

@@ -325,6 +325,7 @@ def golden_path(argument: str) -> Path | None:
 def load_golden(argument: str) -> list[Case]:
     """A curated file of cases in ragmeter's schema: JSONL, YAML, or a JSON list (or a JSON
     object holding a ``cases``/``questions`` list)."""
+    from ragmeter.datasets.jsondoc import json_records
     from ragmeter.datasets.native import build_cases, load_jsonl, load_yaml
 
     path = golden_path(argument)
@@ -348,11 +349,18 @@ def load_golden(argument: str) -> list[Case]:
     elif suffix in (".jsonl", ".ndjson"):
         cases = load_jsonl(path)
     else:
-        value = read_rows(path, list_key="cases")
-        if len(value) == 1 and isinstance(value[0].get("questions"), list):
-            value = value[0]["questions"]
         problems: list[Problem] = []
-        cases = build_cases(list(enumerate(value, start=1)), str(path), "golden", problems)
+        if suffix == ".json":  # each record with the line of its opening brace
+            records = json_records(path, ("cases", "questions"))
+        else:  # parquet: a row's number is its position
+            records = list(enumerate(read_rows(path, list_key="cases"), start=1))
+        objects = []
+        for line, record in records:
+            if isinstance(record, dict):
+                objects.append((line, record))
+            else:
+                problems.append(Problem(str(path), line, None, "expected a JSON object for a case"))
+        cases = build_cases(objects, str(path), "golden", problems)
         if problems:
             raise DatasetError(problems)
     for case in cases:

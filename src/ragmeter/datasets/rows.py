@@ -10,14 +10,13 @@ tried, and a miss fails at once with the local-file form (``--dataset NAME:/path
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import socket
 import threading
 from pathlib import Path
 from typing import Any
 
-from ragmeter.datasets.jsonl import read_jsonl, read_text
+from ragmeter.datasets.jsonl import read_jsonl
 from ragmeter.datasets.problems import DatasetError, Problem
 
 HUB_HOST = "huggingface.co"
@@ -52,36 +51,15 @@ def read_parquet(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def _json_values(path: Path, text: str) -> list[Any]:
-    """One JSON document, or several placed one after another (Qasper's HF dump)."""
-    decoder = json.JSONDecoder()
-    values: list[Any] = []
-    position = 0
-    while True:
-        while position < len(text) and text[position].isspace():
-            position += 1
-        if position >= len(text):
-            return values
-        try:
-            value, position = decoder.raw_decode(text, position)
-        except json.JSONDecodeError as exc:
-            raise DatasetError(
-                [
-                    Problem(
-                        str(path), exc.lineno, None, f"invalid JSON: {exc.msg} (column {exc.colno})"
-                    )
-                ]
-            ) from None
-        values.append(value)
-
-
 def read_json_file(path: Path) -> Any:
-    """The parsed JSON of ``path``: one value, or a list when several are concatenated."""
-    problems: list[Problem] = []
-    text = read_text(path, problems)
-    if text is None:
-        raise DatasetError(problems)
-    values = _json_values(path, text)
+    """The parsed JSON of ``path``: one value, or a list when several are concatenated; a key
+    given twice in one object is a problem at its line."""
+    from ragmeter.datasets.jsondoc import duplicate_problems, read_json_document
+
+    document = read_json_document(path)
+    if document.duplicates:
+        raise DatasetError(duplicate_problems(document))
+    values = [value for _, value in document.values]
     if not values:
         raise DatasetError([Problem(str(path), None, None, "holds no JSON value")])
     return values[0] if len(values) == 1 else values

@@ -11,14 +11,14 @@ the first answer text is the reference answer and the others are kept as fact al
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from ragmeter.datasets.jsonl import inspect_value, read_text
+from ragmeter.datasets.jsonl import inspect_value
 from ragmeter.datasets.problems import DatasetError, Problem, _short, problems_from_validation
+from ragmeter.datasets.rows import read_json_file
 from ragmeter.models import Case
 
 # case fields built from a SQuAD question -> the question's own key, for problems
@@ -142,19 +142,7 @@ def squad_cases(data: Any, source: str) -> tuple[list[Case], dict[str, str]]:
 def import_squad(path: str | Path, out_dir: str | Path) -> tuple[Path, Path, int]:
     """Write ``OUT/corpus/*.md`` and ``OUT/cases.jsonl``; returns (cases file, corpus, count)."""
     path, out = Path(path), Path(out_dir)
-    problems: list[Problem] = []
-    text = read_text(path, problems)
-    if text is None:
-        raise DatasetError(problems)
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise DatasetError(
-            [Problem(str(path), exc.lineno, None, f"invalid JSON: {exc.msg} (column {exc.colno})")]
-        ) from None
-    except (RecursionError, ValueError) as exc:
-        reason = "nested too deeply to read" if isinstance(exc, RecursionError) else str(exc)
-        raise DatasetError([Problem(str(path), None, None, f"invalid JSON: {reason}")]) from None
+    data = read_json_file(path)  # invalid JSON and a key given twice are problems
     unstorable = inspect_value(data)
     if unstorable:
         raise DatasetError([Problem(str(path), None, f.field, f.message) for f in unstorable])

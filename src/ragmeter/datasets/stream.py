@@ -54,6 +54,33 @@ def _file_cases(path: Path, problems: list[Problem]) -> Iterator[tuple[int, Case
         yield line, case
 
 
+def default_name(spec: str) -> str:
+    """The dataset name a spec's cases get when they name none: a file's stem, a folder's
+    name, ``golden`` for a golden file, else the spec itself (``ragbench:covidqa``)."""
+    if spec == "demo":
+        return "demo"
+    name, sep, argument = spec.partition(":")
+    if sep and name in registry.names("loaders") and not Path(spec).exists():
+        if name == "golden":
+            return "golden"
+        if name not in ("jsonl", "yaml", "labels", "mapped"):
+            return spec
+        spec = argument
+    path = Path(spec)
+    return path.name if path.is_dir() else path.stem
+
+
+def _same_name(name: str, first: str, second: str) -> Problem:
+    return Problem(
+        second,
+        None,
+        None,
+        f"its cases get the dataset name {name!r}, as do those of {first}; results by dataset "
+        "would mix the two: rename one of the files (or folders), or give its cases a "
+        "'dataset' field with another name",
+    )
+
+
 def iter_dataset_batches(
     specs: list[str], field_map: dict[str, str] | None = None, size: int = 2_000
 ) -> Iterator[list[Case]]:
@@ -63,6 +90,8 @@ def iter_dataset_batches(
     width = len(specs) + 1
     seen: dict[str, int] = {}  # case id -> its line x width + the index of its dataset
     given: set[Path] = set()
+    named: dict[str, int] = {}  # a dataset name a spec's cases got by default -> that spec
+    clashed: set[str] = set()
     batch: list[Case] = []
     for index, spec in enumerate(specs):
         try:
@@ -85,6 +114,7 @@ def iter_dataset_batches(
             found = _file_cases(path, problems)
         before = len(problems)
         count = 0
+        own_name = default_name(spec)
         for line, case in found:
             count += 1
             known = seen.get(case.case_id)
@@ -109,6 +139,11 @@ def iter_dataset_batches(
                 )
                 continue
             seen[case.case_id] = line * width + index
+            if case.dataset == own_name:
+                first = named.setdefault(own_name, index)
+                if first != index and own_name not in clashed:
+                    clashed.add(own_name)
+                    problems.append(_same_name(own_name, specs[first], spec))
             case.metadata.setdefault(DATASET_SPEC_KEY, spec)
             if problems:
                 continue  # read on for the problems, store nothing more

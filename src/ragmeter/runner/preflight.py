@@ -8,16 +8,20 @@ the cases themselves and the judge's key and server are all checked here, so a r
 from __future__ import annotations
 
 import difflib
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragmeter.config import EvalConfig
 from ragmeter.errors import InputError
 from ragmeter.models import Case
 from ragmeter.redaction import ENV_REFERENCE
 from ragmeter.registry import UnknownNameError, registry
+
+if TYPE_CHECKING:
+    from ragmeter.metrics.base import Metric
 
 
 def check_names(config: EvalConfig) -> None:
@@ -26,6 +30,7 @@ def check_names(config: EvalConfig) -> None:
     from ragmeter.metrics.base import MetricDeclarationError, MetricSettings
 
     settings = MetricSettings(ks=tuple(config.ks))
+    check_embedder(config)
     for family in config.metrics:
         try:
             registry.get("metrics", family)(settings)
@@ -42,6 +47,69 @@ def check_names(config: EvalConfig) -> None:
                 f"--metrics {family} ({origin}) cannot build its metrics: "
                 f"{type(exc).__name__}: {exc}"
             ) from None
+    check_objectives(config)
+
+
+def check_embedder(config: EvalConfig) -> None:
+    """The embedder spec names a registered embedder (``minilm``, ``openai:MODEL``,
+    ``http://HOST:PORT/v1#MODEL`` or a plugin's): a misspelt one would otherwise fail
+    ``semantic_similarity`` on every case, after every question was asked."""
+    spec = config.embedder.strip()
+    if spec.startswith(("http://", "https://")):
+        return
+    name = spec.partition(":")[0]
+    known = registry.names("embedders")
+    if name in known:
+        return
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.7)
+    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    raise InputError(
+        f"embedder: unknown embedder {config.embedder!r}{hint} (known: {', '.join(known)}; "
+        "write 'minilm', 'openai:MODEL' or 'http://HOST:PORT/v1#MODEL', docs/semantic.md)"
+    )
+
+
+def metric_catalogue(config: EvalConfig) -> dict[str, tuple[str, Metric]]:
+    """Every metric the registered families declare under this config's cutoffs: name ->
+    (its family, its declaration)."""
+    from ragmeter.metrics.base import MetricSettings
+
+    settings = MetricSettings(ks=tuple(config.ks))
+    found: dict[str, tuple[str, Metric]] = {}
+    for family in registry.names("metrics"):
+        for metric in registry.get("metrics", family)(settings):
+            found.setdefault(metric.name, (family, metric))
+    return found
+
+
+def _no_metric(where: str, name: str, known: list[str]) -> InputError:
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    return InputError(f"{where}: no metric {name!r}{hint} (`ragmeter metrics` lists them)")
+
+
+def check_objectives(config: EvalConfig) -> None:
+    """Every feed of the configured ``objectives`` is a metric or ``group:NAME`` of a known
+    group: an unknown name would silently leave its objective out of the weighted score."""
+    if not config.objectives:
+        return
+    from ragmeter.metrics.base import GROUPS
+
+    known = list(metric_catalogue(config))
+    for objective, feeds in config.objectives.items():
+        for feed in feeds:
+            kind, sep, name = feed.partition(":")
+            where = f"objectives: {objective}"
+            if sep and kind == "group":
+                if name not in GROUPS:
+                    raise InputError(
+                        f"{where}: no metric group {name!r} in {feed!r}; groups: "
+                        f"{', '.join(GROUPS)}"
+                    )
+            elif sep:
+                raise InputError(f"{where}: feed {feed!r} must be 'group:NAME' or a metric name")
+            elif feed not in known:
+                raise _no_metric(where, feed, known)
 
 
 def check_options(config: EvalConfig) -> None:
@@ -187,28 +255,19 @@ async def check_judges(config: EvalConfig) -> dict[str, Any]:
 
 def check_targets(config: EvalConfig) -> None:
     """Every metric a targets table names exists, and this run computes it (unless the target
-    is optional): a misspelt or unmeasurable target would otherwise pass or fail a gate on
-    nothing, after every question was asked."""
+    is optional), and its value can meet the condition: a misspelt, unmeasurable or impossible
+    target would otherwise pass or fail a gate on nothing, after every question was asked."""
     if config.targets is None:
         return
-    from ragmeter.metrics.base import MetricSettings
     from ragmeter.scoring.targets import DEFAULT_TARGETS, parse_targets
 
-    settings = MetricSettings(ks=tuple(config.ks))
-    family_of: dict[str, str] = {}
-    for family in registry.names("metrics"):
-        for metric in registry.get("metrics", family)(settings):
-            family_of.setdefault(metric.name, family)
+    catalogue = metric_catalogue(config)
     planned = {t.metric for t in DEFAULT_TARGETS}  # perspectives still to come
     computed = set(config.metrics) | ({"judged"} if config.judge else set())
     for target in parse_targets(config.targets):
-        source = family_of.get(target.metric)
-        if source is None and target.metric not in planned:
-            close = difflib.get_close_matches(target.metric, list(family_of), n=3, cutoff=0.6)
-            hint = f"; did you mean {', '.join(close)}?" if close else ""
-            raise InputError(
-                f"targets: no metric {target.metric!r}{hint} (`ragmeter metrics` lists them)"
-            )
+        source, metric = catalogue.get(target.metric, (None, None))
+        if metric is None and target.metric not in planned:
+            raise _no_metric("targets", target.metric, list(catalogue))
         if source is not None and source not in computed and not target.optional:
             raise InputError(
                 f"targets: {target.metric} comes from the {source!r} metric family, which this "
@@ -216,6 +275,32 @@ def check_targets(config: EvalConfig) -> None:
                 + (" and name a --judge" if source == "judged" else "")
                 + ", or mark the target optional"
             )
+        if metric is not None and target.rule != "non_inferior":
+            _check_reachable(target.metric, target.op, target.threshold, metric)
+
+
+def value_range(metric: Metric) -> tuple[float, float]:
+    """The values a metric's aggregate can take, from its declared kind: its scale for a
+    binary, proportion or score metric, zero and up for a count, duration or cost."""
+    if metric.scale is not None:
+        return metric.scale
+    return (0.0, math.inf)
+
+
+def _check_reachable(name: str, op: str, threshold: float, metric: Metric) -> None:
+    low, high = value_range(metric)
+    impossible = {
+        ">": threshold >= high,
+        ">=": threshold > high,
+        "<": threshold <= low,
+        "<=": threshold < low,
+    }.get(op, False)
+    if impossible:
+        span = f"[{low:g}, {high:g}]" if math.isfinite(high) else f">= {low:g}"
+        raise InputError(
+            f"targets: {name} {op} {threshold:g} can never pass: {name} is a {metric.kind} "
+            f"({span}); give a threshold inside that range"
+        )
 
 
 def check_headers(config: EvalConfig) -> None:
