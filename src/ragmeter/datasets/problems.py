@@ -8,6 +8,7 @@ from typing import Any, get_args
 from pydantic import AliasChoices, BaseModel, ValidationError
 
 from ragmeter.errors import InputError
+from ragmeter.text import visible
 
 
 @dataclass(frozen=True)
@@ -25,18 +26,7 @@ class Problem:
             parts.append(f"case {_printable_id(self.case_id)}")
         if self.field:
             parts.append(f"field '{self.field}'")
-        return _visible(f"{': '.join(parts)}: {self.message}")
-
-
-def _visible(text: str) -> str:
-    """``text`` with every character that does not print (escape sequences, line breaks, bidi
-    overrides, unpaired surrogates from a JSON key or a file name) written as its escape, so a
-    problem is one line, prints in any terminal and cannot restyle it."""
-    if text.isprintable():
-        return text
-    return "".join(
-        c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text
-    )
+        return visible(f"{': '.join(parts)}: {self.message}")
 
 
 def _printable_id(case_id: str) -> str:
