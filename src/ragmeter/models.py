@@ -198,7 +198,9 @@ class RetrievedChunk(BaseModel):
 
     id: str | None = Field(default=None, validation_alias=AliasChoices("id", "chunk_id"))
     doc_id: str | None = None
-    rank: int | None = None
+    # 1 is the first place: a rank of 0 or below would reorder the list (and change mrr, ndcg)
+    # while reports show the list's own order
+    rank: Annotated[int, NotBool] | None = Field(default=None, ge=1)
     score: float | None = None
     text: str = Field(default="", validation_alias=AliasChoices("text", "content", "page_content"))
     rel_path: str | None = None
@@ -261,7 +263,8 @@ class Response(BaseModel):
         default_factory=list, validation_alias=AliasChoices("citations", "references")
     )
     abstained: bool | None = None
-    confidence: float | None = None
+    # on the contract's 0-1 scale (under 0.5 reads as uncertain): -7 or 42 is not a confidence
+    confidence: Annotated[float, NotBool] | None = Field(default=None, ge=0, le=1)
     policy_flags: list[str] = Field(default_factory=list)
     guardrail_scores: dict[str, float] = Field(default_factory=dict)
     usage: Usage | None = None
@@ -334,6 +337,15 @@ class CaseResult(BaseModel):
     error_message: str | None = None
     latency_ms: float | None = None
     attempts: int = 1
+
+    @model_validator(mode="after")
+    def _no_wall_time_without_a_total(self) -> CaseResult:
+        """An answer without a total latency (a replayed response that recorded none: a live
+        one always has one) has no wall time either; the time taken to read it from the file
+        is not the system's."""
+        if self.response is not None and "total" not in self.response.latency_ms:
+            self.latency_ms = None
+        return self
 
 
 @dataclass(slots=True)

@@ -52,7 +52,7 @@ def check_non_inferior_has_baseline(config: EvalConfig) -> None:
 def compare_with_baseline(config: EvalConfig, run_id: str) -> tuple[Comparison, bool]:
     """Compare the new run with ``config.baseline`` and print it; the comparison and whether
     a metric regressed."""
-    from ragmeter.reports.compare_console import comparison_table
+    from ragmeter.reports.compare_console import comparison_table, gate_failure_lines
     from ragmeter.reports.run_notes import baseline_regressions
     from ragmeter.scoring.compare import RunScores, compare_runs
 
@@ -63,7 +63,13 @@ def compare_with_baseline(config: EvalConfig, run_id: str) -> tuple[Comparison, 
             base = RunScores.load(run_store, baseline)
             cand = RunScores.from_store(run_store, run_id)
             comparison = compare_runs(
-                base, cand, alpha=config.alpha, margin=config.margin, seed=config.seed
+                base,
+                cand,
+                alpha=config.alpha,
+                margin=config.margin,
+                seed=config.seed,
+                coverage_floor=config.coverage_floor,
+                require_shared=True,
             )
     finally:
         run_store.close()
@@ -71,7 +77,11 @@ def compare_with_baseline(config: EvalConfig, run_id: str) -> tuple[Comparison, 
     line = baseline_regressions(comparison)
     if line is not None:
         errors.print(line)
-    return comparison, line is not None
+    # a gate never passes on what it could not compare (a candidate whose every case failed)
+    not_compared = gate_failure_lines([comparison])
+    for text in not_compared:
+        errors.print(text)
+    return comparison, line is not None or bool(not_compared)
 
 
 def judge_non_inferior(

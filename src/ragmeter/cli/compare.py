@@ -34,7 +34,20 @@ if TYPE_CHECKING:
     "(family-wise error), bh (Benjamini-Hochberg, false discovery rate) or none.",
 )
 @click.option(
-    "--fail-on-regression", is_flag=True, help="Exit 4 if a candidate regressed on any metric."
+    "--fail-on-regression",
+    is_flag=True,
+    help="Exit 4 if a candidate regressed on any gated metric, or a gated metric could not be "
+    "compared (not paired, paired on less than --coverage-floor of the cases, or missing from "
+    "the candidate).",
+)
+@click.option(
+    "--coverage-floor",
+    type=click.FloatRange(0.0, 1.0),
+    default=0.9,
+    show_default=True,
+    help="The share of the cases a gated metric must be paired on (the others failed or not "
+    "reported) for the gate to rely on it; a run whose quality is measured on less cannot "
+    "dominate in --pareto.",
 )
 @click.option("--gate-performance", is_flag=True, help="Also gate latency, cost and error metrics.")
 @click.option("--pareto", is_flag=True, help="Mark runs on the quality/cost/latency frontier.")
@@ -51,6 +64,7 @@ def compare_command(
     margin: float,
     correction: Correction,
     fail_on_regression: bool,
+    coverage_floor: float,
     gate_performance: bool,
     pareto: bool,
     quality: str | None,
@@ -68,7 +82,9 @@ def compare_command(
     from ragmeter.reports.compare_console import (
         comparison_table,
         flips_lines,
+        gate_failure_lines,
         methods_table,
+        one_sided_lines,
         pareto_table,
     )
     from ragmeter.reports.pareto import headline_metrics, pareto_document, pareto_points
@@ -90,13 +106,15 @@ def compare_command(
                     gate_performance=gate_performance,
                     seed=seed,
                     correction=correction,
+                    coverage_floor=coverage_floor,
+                    require_shared=True,
                 )
                 for other in others
             ]
     finally:
         run_store.close()
     records = [base.record, *(other.record for other in others)]
-    points, dropped = pareto_points(records, quality) if pareto else ([], [])
+    points, dropped = pareto_points(records, quality, coverage_floor) if pareto else ([], [])
     if as_json:
         document: dict[str, Any] = {"comparisons": [c.model_dump(mode="json") for c in comparisons]}
         if pareto:
@@ -105,16 +123,17 @@ def compare_command(
     else:
         for comparison in comparisons:
             console.print(comparison_table(comparison, show_all))
-            for line in flips_lines(comparison.rows):
+            for line in [*flips_lines(comparison.rows), *one_sided_lines(comparison)]:
                 console.print(f"  {line}", highlight=False, markup=False)
         if len(records) > 2 or show_all:
             console.print(methods_table(records, list(metrics) or headline_metrics(records[0])))
         if pareto:
             console.print(pareto_table(points, quality or "weighted score", dropped))
     regressions = compare_regressions(comparisons)
-    for line in regressions:
+    uncompared = gate_failure_lines(comparisons)
+    for line in [*regressions, *uncompared]:
         errors.print(line)
-    if fail_on_regression and regressions:
+    if fail_on_regression and (regressions or uncompared):
         sys.exit(EXIT_GATE)
 
 

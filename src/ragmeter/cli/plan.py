@@ -107,6 +107,7 @@ def _spread_from(store: str, source: str, metric: str) -> tuple[float, str, int]
 
     from ragmeter.cli.compare import _open_store
     from ragmeter.scoring.compare import RunScores
+    from ragmeter.scoring.power import has_spread
 
     references = [part.strip() for part in source.split(",") if part.strip()]
     if not 1 <= len(references) <= 2:
@@ -134,7 +135,7 @@ def _spread_from(store: str, source: str, metric: str) -> tuple[float, str, int]
             fail(f"run {runs[0].record.id} scored {metric!r} on fewer than 2 cases")
         # a candidate with the same spread and no correlation: sd of a difference = sqrt(2) sd
         spread = math.sqrt(2.0) * float(np.std(own, ddof=1))
-        if spread == 0.0:
+        if not has_spread(spread, float(own.mean())):
             fail(f"{metric} has the same value on every case of {runs[0].record.id}: no spread")
         return spread, f"sqrt(2) x the spread of run {runs[0].record.id}", len(own)
     shared = [case for case in values[0] if case in values[1]]
@@ -144,9 +145,11 @@ def _spread_from(store: str, source: str, metric: str) -> tuple[float, str, int]
     second = np.array([values[1][c] for c in shared])
     spread = float(np.std(second - first, ddof=1))
     basis = f"paired differences of {runs[0].record.id} and {runs[1].record.id}"
-    if spread == 0.0:  # identical runs: as compare's MDE, the runs' own spreads
+    if not has_spread(spread, float((second - first).mean())):
+        # identical runs: as compare's MDE, the runs' own spreads
         spread = math.sqrt(float(np.var(first, ddof=1)) + float(np.var(second, ddof=1)))
         basis = f"the own spreads of {runs[0].record.id} and {runs[1].record.id} (no paired one)"
-    if spread == 0.0:
-        fail(f"{metric} varies in neither run: no spread to plan with")
+        center = max(abs(float(first.mean())), abs(float(second.mean())))
+        if not has_spread(spread, center):
+            fail(f"{metric} varies in neither run: no spread to plan with")
     return spread, basis, len(shared)

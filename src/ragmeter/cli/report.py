@@ -81,7 +81,9 @@ def _comparison(
         cand = RunScores.from_store(run_store, candidate)
     except RunNotFoundError as exc:
         fail(exc)
-    comparison = compare_runs(base, cand, alpha=alpha, margin=margin, seed=seed)
+    comparison = compare_runs(
+        base, cand, alpha=alpha, margin=margin, seed=seed, require_shared=True
+    )
     path = _target(output, f"{base.record.id}_vs_{cand.record.id}", fmt)
     if fmt == "md":
         from ragmeter.reports.html.compare_md import render_comparison_markdown

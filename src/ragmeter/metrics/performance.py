@@ -10,6 +10,9 @@ metric cannot hold: latency percentiles of every stage the target reported in
 target, or priced from token usage with the ``prices`` table), and a separate place for the
 cost of LLM judges; given the cases, also the run's latency budgets (seed 003's per-stage p95,
 ``metrics/pipeline.py``) and coverage by document type (``metrics/operational.py``).
+
+A replayed response that recorded no ``latency_ms.total`` has no latency: the latency metrics
+skip it (the time taken to read it from the file is not the system's).
 """
 
 from __future__ import annotations
@@ -17,14 +20,22 @@ from __future__ import annotations
 from typing import Any
 
 from ragmeter.config import ModelPrice
-from ragmeter.metrics.base import Metric, MetricOutput, MetricSettings
+from ragmeter.metrics.base import Metric, MetricOutput, MetricSettings, SkipScore
 from ragmeter.metrics.operational import operational_metrics
 from ragmeter.metrics.performance_tally import LATENCY_QUANTILES, PerformanceTally
 from ragmeter.models import Case, CaseResult, Response, Usage
 
+# a response without a total latency: ragmeter adds its wall time to every live answer, so
+# only a replayed response that recorded none has no total (its read time is not the system's)
+NO_LATENCY = "the replayed response recorded no latency (no latency_ms.total): not measured"
+
 
 def total_latency_ms(response: Response) -> float:
-    return response.latency_ms["total"]
+    """The end-to-end latency; raises SkipScore when the response has none."""
+    total = response.latency_ms.get("total")
+    if total is None:
+        raise SkipScore(NO_LATENCY)
+    return total
 
 
 def _latency(_: Case, response: Response) -> MetricOutput:

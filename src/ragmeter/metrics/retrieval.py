@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ragmeter.metrics.base import Metric, MetricOutput, MetricSettings
+from ragmeter.metrics.base import Metric, MetricOutput, MetricSettings, SkipScore
 from ragmeter.metrics.ir import Measure, query_measures
 from ragmeter.metrics.ir.query import measure_plan
 from ragmeter.metrics.shared import SharedDetails
@@ -37,6 +37,18 @@ from ragmeter.models import (
 )
 
 Level = str
+NO_CHUNK_IDS = (
+    "the target reported no chunk ids: its retrieved chunks have no id (or chunk_id), so the "
+    "gold chunk ids cannot be matched; report each chunk's id, or label the gold passages by "
+    "doc_id or rel_path"
+)
+
+
+def check_chunk_ids(level: Level, response: Response) -> None:
+    """Skip a chunk-level case whose retrieved chunks carry no id: scoring it would count every
+    chunk as a miss."""
+    if level == "chunk" and response.retrieved and all(c.id is None for c in response.retrieved):
+        raise SkipScore(NO_CHUNK_IDS)
 
 
 @dataclass(frozen=True)
@@ -182,6 +194,7 @@ class CaseMemo:
         if last[0] is case and last[1] is response:
             return last[2]
         judged = judge_case(case, response, self.settings.require_snippet)
+        check_chunk_ids(judged.level, response)
         values = query_measures(
             judged.ranked,
             judged.qrel,
@@ -211,6 +224,7 @@ def measure_reader(memo: CaseMemo, label: str) -> Callable[[Case, Response], Met
 
 def _groups_found(case: Case, response: Response, k: int, require_snippet: bool) -> list[bool]:
     level = case_level(all_passages(case))
+    check_chunk_ids(level, response)
     top = ranked_chunks(response)[:k]
     return [
         any(matches(p, chunk, level, require_snippet) for p in group.passages for chunk in top)

@@ -103,9 +103,12 @@ def comparison_table(comparison: Comparison, show_all: bool = False) -> Fit:
         f"base → cand · paired Δ [95% CI] · effect · p ({adjusted}; test) · MDE", ratio=1
     )
     for row in comparison.rows:
-        if not show_all and row.verdict in ("no_difference", "not_paired") and not row.delta:
+        quiet = row.verdict in ("no_difference", "not_paired") and not row.delta
+        if not show_all and quiet and not row.gate_failure:
             continue
         verdict = _VERDICT[row.verdict] + ("" if row.gated else "*")
+        if row.gate_failure:  # a gate cannot pass on it: shown whatever else it says
+            verdict = f"[bold red]NOT COMPARED[/bold red] ({_coverage(row)})"
         test = _TEST.get(row.test, "-")
         wide.add_row(
             _metric_label(row),
@@ -128,6 +131,45 @@ def comparison_table(comparison: Comparison, show_all: bool = False) -> Fit:
         )
         narrow.add_row(f"{_metric_label(row)}\n{verdict}", numbers)
     return Fit(wide, narrow)
+
+
+def _coverage(row: MetricComparison) -> str:
+    if row.coverage is None:
+        return f"{row.n_paired} paired"
+    return f"{row.n_paired} paired, coverage {row.coverage:.2f}"
+
+
+def one_sided_lines(comparison: Comparison) -> list[Text]:
+    """The metrics in one run only (never compared), one line a run (plain text, sanitised)."""
+    lines = []
+    for side, metrics in (
+        ("baseline", comparison.only_in_baseline),
+        ("candidate", comparison.only_in_candidate),
+    ):
+        if metrics:
+            shown = ", ".join(f"{m.metric} {_number(m.value)}" for m in metrics)
+            lines.append(inert_text(f"only in the {side} (not compared): {shown}"))
+    return lines
+
+
+def gate_failure_lines(comparisons: list[Comparison]) -> list[Text]:
+    """``compare``: the gated metrics a gate cannot pass on, one line a candidate and reason."""
+    lines = []
+    for comparison in comparisons:
+        by_reason: dict[str, list[str]] = {}
+        for metric, reason in comparison.gate_failures:
+            by_reason.setdefault(reason, []).append(metric)
+        for reason, metrics in by_reason.items():
+            lines.append(
+                Text("not compared:", style="red").append(
+                    f" {inert(comparison.candidate, markup=False)} vs "
+                    f"{inert(comparison.baseline, markup=False)}: "
+                    f"{', '.join(inert(m, markup=False) for m in metrics)}: "
+                    f"{inert(reason, markup=False)}",
+                    style="default",
+                )
+            )
+    return lines
 
 
 def flips_lines(rows: list[MetricComparison], limit: int = 10) -> list[Text]:
@@ -174,14 +216,17 @@ def methods_table(records: list[RunRecord], metrics: list[str]) -> Fit:
         for record in records
     ]
     labels = [f"{inert(record.name)} ({inert(record.id)})" for record in records]
+    # the cases each run failed on: a value measured on fewer cases is not the same number
+    failed = [_errors(record.error_count, record.question_count) for record in records]
 
     wide = Table(title="Methods", title_justify="left")
     wide.add_column("run", no_wrap=True)
+    wide.add_column("errors", justify="right", no_wrap=True)
     wide.add_column("weighted", justify="right", no_wrap=True)
     for name in metrics:
         wide.add_column(inert(name), justify="right", no_wrap=True)
-    for label, score, row in zip(labels, weighted, summaries, strict=True):
-        wide.add_row(label, score, *(_method_cell(row[name]) for name in metrics))
+    for label, errors, score, row in zip(labels, failed, weighted, summaries, strict=True):
+        wide.add_row(label, errors, score, *(_method_cell(row[name]) for name in metrics))
 
     turned = Table(title="Methods", title_justify="left")
     turned.add_column("metric", no_wrap=True)
@@ -189,6 +234,7 @@ def methods_table(records: list[RunRecord], metrics: list[str]) -> Fit:
         turned.add_column(
             f"{inert(record.name)}\n({inert(record.id)})", justify="right", overflow="fold"
         )
+    turned.add_row("errors", *failed)
     turned.add_row("weighted", *weighted)
     for name in metrics:
         turned.add_row(inert(name), *(_method_cell(row[name], "\n") for row in summaries))
@@ -197,13 +243,21 @@ def methods_table(records: list[RunRecord], metrics: list[str]) -> Fit:
     long.add_column("metric", no_wrap=True)
     long.add_column("run", overflow="fold", ratio=1, min_width=12)
     long.add_column("value", justify="right")
-    for position, name in enumerate(["weighted", *metrics]):
+    for position, name in enumerate(["errors", "weighted", *metrics]):
         for index, label in enumerate(labels):
-            cell = weighted[index] if position == 0 else _method_cell(summaries[index][name])
+            cell = (
+                [failed, weighted][position][index]
+                if position < 2
+                else _method_cell(summaries[index][name])
+            )
             long.add_row(
                 inert(name) if index == 0 else "", label, cell, end_section=index == len(labels) - 1
             )
     return Fit(wide, turned, long)
+
+
+def _errors(errors: int | None, cases: int | None) -> str:
+    return "-" if errors is None or cases is None else f"{errors}/{cases}"
 
 
 def pareto_table(points: list[ParetoPoint], quality: str, dropped: list[str]) -> Table:
@@ -211,16 +265,19 @@ def pareto_table(points: list[ParetoPoint], quality: str, dropped: list[str]) ->
     if dropped:
         title += f" (left out, not measured for every run: {', '.join(map(inert, dropped))})"
     table = Table(title=title, title_justify="left")
-    for column in ("run", inert(quality), "cost/query", "latency p50 ms", "frontier"):
+    for column in ("run", inert(quality), "errors", "coverage", "cost/query", "latency p50 ms"):
         table.add_column(column, no_wrap=True)
+    table.add_column("frontier", no_wrap=True)
     table.add_column("dominated by", overflow="fold")
     for point in points:
         table.add_row(
             inert(point.run_id),
             _number(point.quality),
+            _errors(point.errors, point.cases),
+            _number(point.coverage, 2),
             _number(point.cost, 5),
             _number(point.latency, 1),
             "[green]●[/green]" if point.on_frontier else "",
-            ", ".join(map(inert, point.dominated_by)),
+            inert(point.note) if point.note else ", ".join(map(inert, point.dominated_by)),
         )
     return table

@@ -7,6 +7,7 @@ from typing import Any
 
 from ragmeter.models import RunRecord
 from ragmeter.scoring.pareto import ParetoPoint, pareto_frontier
+from ragmeter.scoring.power import DEFAULT_COVERAGE_FLOOR
 
 # the methods table of `compare` shows these when the runs have them
 HEADLINE_METRICS = (
@@ -34,22 +35,50 @@ def _value(record: RunRecord, name: str) -> float | None:
     return summary.value if summary is not None else None
 
 
+def quality_coverage(record: RunRecord, quality: str | None) -> tuple[float | None, str]:
+    """The share of the run's cases its quality axis is measured on, and how to say it: the
+    metric's coverage, or for the weighted score the share of the cases answered."""
+    if quality:
+        summary = record.scorecard.get(quality) if record.scorecard else None
+        if summary is None or summary.coverage is None:
+            return None, ""
+        return summary.coverage, f"{quality} measured on {summary.coverage:.0%} of the cases"
+    if not record.question_count:
+        return None, ""
+    answered = record.question_count - record.error_count
+    return answered / record.question_count, (
+        f"{answered} of {record.question_count} cases answered"
+    )
+
+
 def pareto_points(
-    records: list[RunRecord], quality: str | None
+    records: list[RunRecord],
+    quality: str | None,
+    coverage_floor: float = DEFAULT_COVERAGE_FLOOR,
 ) -> tuple[list[ParetoPoint], list[str]]:
     """Each run's quality (``quality``, or the weighted score), cost per query and latency p50,
-    marked on or off the frontier; second, the axes left out (not measured for every run)."""
-    points = [
-        ParetoPoint(
-            run_id=record.id,
-            quality=_value(record, quality)
-            if quality
-            else (record.weighted_score.score if record.weighted_score else None),
-            cost=_value(record, "cost_per_query"),
-            latency=_value(record, "latency_p50"),
+    marked on or off the frontier; second, the axes left out (not measured for every run). A
+    run whose quality is measured on less than ``coverage_floor`` of its cases is not
+    comparable: off the frontier, dominating none."""
+    points = []
+    for record in records:
+        coverage, said = quality_coverage(record, quality)
+        comparable = coverage is None or coverage >= coverage_floor
+        points.append(
+            ParetoPoint(
+                run_id=record.id,
+                quality=_value(record, quality)
+                if quality
+                else (record.weighted_score.score if record.weighted_score else None),
+                cost=_value(record, "cost_per_query"),
+                latency=_value(record, "latency_p50"),
+                errors=record.error_count,
+                cases=record.question_count,
+                coverage=coverage,
+                comparable=comparable,
+                note=None if comparable else f"not comparable: {said}",
+            )
         )
-        for record in records
-    ]
     return pareto_frontier(points)
 
 

@@ -57,7 +57,15 @@ _IN_FLIGHT_PER_ACTOR = 2
 
 
 async def ask(target: Target, case: Case, timeout_s: float) -> CaseResult:
+    """Ask one case. The case's latency is the time the call took, unless the target does not
+    measure it (``measures_latency = False``: a replay, whose call time is a file read), whose
+    recorded total (or none) is kept."""
+    measures = getattr(target, "measures_latency", True)
     started = time.perf_counter()
+
+    def took() -> float | None:
+        return (time.perf_counter() - started) * 1000.0 if measures else None
+
     try:
         async with asyncio.timeout(timeout_s):
             response = await target.query(case)
@@ -68,7 +76,7 @@ async def ask(target: Target, case: Case, timeout_s: float) -> CaseResult:
             error_type=exc.error_type,
             error_message=redact_text(exc.message),
             attempts=exc.attempts,
-            latency_ms=(time.perf_counter() - started) * 1000.0,
+            latency_ms=took(),
         )
     except TimeoutError:
         return CaseResult(
@@ -76,7 +84,7 @@ async def ask(target: Target, case: Case, timeout_s: float) -> CaseResult:
             status="error",
             error_type="case_timeout",
             error_message=f"case took longer than {timeout_s}s",
-            latency_ms=(time.perf_counter() - started) * 1000.0,
+            latency_ms=took(),
         )
     except Exception as exc:
         return CaseResult(
@@ -84,15 +92,16 @@ async def ask(target: Target, case: Case, timeout_s: float) -> CaseResult:
             status="error",
             error_type=f"exception:{type(exc).__name__}",
             error_message=redact_text(str(exc)),
-            latency_ms=(time.perf_counter() - started) * 1000.0,
+            latency_ms=took(),
         )
-    elapsed = (time.perf_counter() - started) * 1000.0
-    response.latency_ms.setdefault("total", elapsed)
+    elapsed = took()
+    if elapsed is not None:
+        response.latency_ms.setdefault("total", elapsed)
     return CaseResult(
         case_id=case.case_id,
         status="ok",
         response=response,
-        latency_ms=elapsed,
+        latency_ms=response.latency_ms.get("total") if elapsed is None else elapsed,
         attempts=response.attempts,
     )
 

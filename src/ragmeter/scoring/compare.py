@@ -28,6 +28,13 @@ Many metrics are compared at once, so the gated metrics' p values are corrected 
 reads the corrected value (``p_adjusted``); an ungated metric keeps its own p value. Each row
 also gives the minimum detectable effect at the run's size (``mde``, at power 0.8 and the
 level the correction leaves a metric).
+
+A gate never passes on what it could not compare: a gated metric paired on no case, or on less
+than ``coverage_floor`` of the cases either run scored, failed or did not report (``coverage``),
+carries the reason in ``gate_failure``; so does a gated metric the baseline measured and the
+candidate does not have (``only_in_baseline``). :attr:`Comparison.gate_failures` lists them.
+Runs without a scorecard (interrupted, still running) are refused, and for a gate runs sharing
+no case (:func:`check_comparable`).
 """
 
 from __future__ import annotations
@@ -43,6 +50,7 @@ from ragmeter.metrics.base import NOT_REPORTED
 from ragmeter.models import MetricSummary, RunRecord
 from ragmeter.runfile import RunFile
 from ragmeter.scoring.power import (
+    DEFAULT_COVERAGE_FLOOR,
     DEFAULT_POWER,
     Correction,
     adjust_p_values,
@@ -103,7 +111,15 @@ class RunScores:
     def from_file(cls, path: str | Path) -> RunScores:
         """A run file (:class:`ragmeter.runfile.RunFile`) written by ``ragmeter eval``."""
         run_file = RunFile.read(path)
-        return cls(run_file.header, run_file.values(), run_file.labels())
+        scores = cls(run_file.header, run_file.values(), run_file.labels())
+        for case in run_file.cases or []:
+            for metric, value in case.scores.items():
+                if isinstance(value, dict) and (
+                    value.get("status") == "failed"
+                    or (value.get("reason") or "").startswith(NOT_REPORTED)
+                ):
+                    scores.missed.setdefault(metric, set()).add(base_id(case.case_id))
+        return scores
 
     @classmethod
     def load(cls, store: RunStore, reference: str) -> RunScores:
@@ -156,6 +172,19 @@ class MetricComparison(BaseModel):
     fail_to_pass: list[str] = Field(default_factory=list)
     verdict: Verdict = "no_difference"
     gated: bool = True
+    # why a gated metric could not be compared (not paired, coverage under the floor): a
+    # gate fails on it
+    gate_failure: str | None = None
+
+
+class OneSidedMetric(BaseModel):
+    """A metric in one run's scorecard only: never compared."""
+
+    metric: str
+    value: float | None  # its value in the run that has it
+    gated: bool
+    # a gated metric the baseline measured and the candidate lacks fails a gate
+    gate_failure: str | None = None
 
 
 class Comparison(BaseModel):
@@ -167,10 +196,68 @@ class Comparison(BaseModel):
     rows: list[MetricComparison]
     correction: Correction = "none"
     power: float = DEFAULT_POWER
+    coverage_floor: float = DEFAULT_COVERAGE_FLOOR
+    only_in_baseline: list[OneSidedMetric] = Field(default_factory=list)
+    only_in_candidate: list[OneSidedMetric] = Field(default_factory=list)
 
     @property
     def regressions(self) -> list[MetricComparison]:
         return [row for row in self.rows if row.verdict == "regression"]
+
+    @property
+    def gate_failures(self) -> list[tuple[str, str]]:
+        """(metric, reason) of each gated metric a gate cannot pass on: not compared (not
+        paired, coverage under the floor) or missing from the candidate."""
+        failures = [(r.metric, r.gate_failure) for r in self.rows if r.gate_failure]
+        failures += [(m.metric, m.gate_failure) for m in self.only_in_baseline if m.gate_failure]
+        return failures
+
+
+def check_comparable(base: RunScores, cand: RunScores, require_shared: bool = True) -> None:
+    """Refuse runs without a scorecard (interrupted, still running) and, with
+    ``require_shared``, runs sharing no case."""
+    for run in (base, cand):
+        if run.record.scorecard is None:
+            raise InputError(
+                f"run {run.record.id} has no scorecard (status {run.record.status}); "
+                "finish it first"
+            )
+    if require_shared and not _case_ids(base) & _case_ids(cand):
+        raise InputError(
+            f"runs {base.record.id} and {cand.record.id} share no case: nothing to compare "
+            "(were they run on the same dataset?)"
+        )
+
+
+def _case_ids(run: RunScores) -> set[str]:
+    cases: set[str] = set()
+    for values in run.values.values():
+        cases |= set(values)
+    for missed in run.missed.values():
+        cases |= missed
+    return cases
+
+
+def _gate_failure(
+    row: MetricComparison, base: RunScores, cand: RunScores, floor: float
+) -> str | None:
+    """Why a gated row cannot pass a gate, or None. A metric neither run measured on any case
+    (it applies to none, or every case failed in both) has nothing to protect: not a failure."""
+    if not row.gated:
+        return None
+    b_cases, c_cases = base.values.get(row.metric, {}), cand.values.get(row.metric, {})
+    if not (b_cases or c_cases):
+        return None
+    shared = set(b_cases) & set(c_cases)
+    missed = (base.missed.get(row.metric, set()) | cand.missed.get(row.metric, set())) - shared
+    if row.verdict == "not_paired":
+        return f"not paired: no case scored in both runs ({len(missed)} failed or not reported)"
+    if row.coverage is not None and row.coverage < floor:
+        return (
+            f"paired on {len(shared)} of {len(shared) + len(missed)} cases (coverage "
+            f"{row.coverage:.2f} < floor {floor:.2f}; the others failed or were not reported)"
+        )
+    return None
 
 
 def _is_binary(a: np.ndarray[Any, Any], b: np.ndarray[Any, Any]) -> bool:
@@ -233,8 +320,11 @@ def compare_metric(
     # a case's mean can be 2/3, and McNemar would drop every case that moved part of the way
     if declared in ("binary", None) and _is_binary(a, b):
         row.kind, row.test = "binary", "mcnemar_exact"
-        row.pass_to_fail = [c for c, x, y in zip(shared, a, b, strict=True) if x == 1 and y == 0]
-        row.fail_to_pass = [c for c, x, y in zip(shared, a, b, strict=True) if x == 0 and y == 1]
+        # a pass is 1 where higher is better, 0 where lower is (error_rate: 0 is no error)
+        good = 1.0 if summary.higher_is_better else 0.0
+        flips = list(zip(shared, a, b, strict=True))
+        row.pass_to_fail = [c for c, x, y in flips if x == good and y != good]
+        row.fail_to_pass = [c for c, x, y in flips if x != good and y == good]
         row.p_value = mcnemar_exact(len(row.pass_to_fail), len(row.fail_to_pass))
         row.effect_size = row.mean_diff
     else:
@@ -317,10 +407,17 @@ def compare_runs(
     resamples: int = 10_000,
     seed: int = 0,
     correction: Correction = "holm",
+    coverage_floor: float = DEFAULT_COVERAGE_FLOOR,
+    require_shared: bool = False,
 ) -> Comparison:
     """Compare every metric both runs summarised (or the chosen ``metrics``), the gated
-    metrics' p values corrected together (``correction``)."""
+    metrics' p values corrected together (``correction``); the metrics in one run only are
+    listed, and gated metrics that could not be compared carry why (module docstring). Runs
+    without a scorecard are refused, and with ``require_shared`` (a gate: ``compare``) runs
+    sharing no case."""
+    check_comparable(base, cand, require_shared)
     names = [s.name for s in (cand.record.scorecard.metrics if cand.record.scorecard else [])]
+    base_names = [s.name for s in (base.record.scorecard.metrics if base.record.scorecard else [])]
     common = [name for name in names if base.summary(name) is not None]
     if metrics:
         unknown = [m for m in metrics if m not in common]
@@ -329,11 +426,30 @@ def compare_runs(
                 f"metrics {unknown} are not in both runs; common metrics: {', '.join(common)}"
             )
         common = [name for name in common if name in metrics]
-    gated_names = []
-    for name in common:
-        summary = cand.summary(name)
-        if gate_performance or (summary is not None and summary.group != "performance"):
-            gated_names.append(name)
+
+    def gated(summary: MetricSummary | None) -> bool:
+        return summary is not None and (gate_performance or summary.group != "performance")
+
+    gated_names = [name for name in common if gated(cand.summary(name))]
+    only_base: list[OneSidedMetric] = []
+    only_cand: list[OneSidedMetric] = []
+    if not metrics:
+        for name in base_names:
+            if name in names:
+                continue
+            summary = base.summary(name)
+            value = summary.value if summary is not None else None
+            reason = None
+            if gated(summary) and value is not None:
+                reason = "measured in the baseline, missing from the candidate"
+            only_base.append(OneSidedMetric(
+                metric=name, value=value, gated=gated(summary), gate_failure=reason
+            ))  # fmt: skip
+        for name in names:
+            if base.summary(name) is None:
+                summary = cand.summary(name)
+                value = summary.value if summary is not None else None
+                only_cand.append(OneSidedMetric(metric=name, value=value, gated=gated(summary)))
     rows = [
         compare_metric(name, base, cand, alpha, margin, resamples, seed, name in gated_names)
         for name in common
@@ -347,6 +463,8 @@ def compare_runs(
         set_verdict(row, p_adjusted, alpha)
         if row.mde is not None:
             row.mde *= scale
+    for row in rows:
+        row.gate_failure = _gate_failure(row, base, cand, coverage_floor)
     shared_cases: set[str] = set()
     for name in common:
         shared_cases |= set(base.values.get(name, {})) & set(cand.values.get(name, {}))
@@ -358,4 +476,7 @@ def compare_runs(
         margin=margin,
         rows=rows,
         correction=correction,
+        coverage_floor=coverage_floor,
+        only_in_baseline=only_base,
+        only_in_candidate=only_cand,
     )

@@ -1,4 +1,9 @@
-"""Pareto frontier of runs: quality (higher is better) against cost and latency (lower)."""
+"""Pareto frontier of runs: quality (higher is better) against cost and latency (lower).
+
+A run whose quality is measured on less than the coverage floor of its cases (``comparable``
+false, e.g. 5 of 12 cases failed) is left off the frontier: it neither dominates nor is
+dominated, and ``note`` says why.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +18,11 @@ class ParetoPoint:
     latency: float | None = None
     on_frontier: bool = False
     dominated_by: list[str] = field(default_factory=list)
+    errors: int | None = None  # cases the target failed on
+    cases: int | None = None  # cases asked
+    coverage: float | None = None  # the share of the cases the quality is measured on
+    comparable: bool = True
+    note: str | None = None  # why the run is not comparable
 
 
 def _oriented(point: ParetoPoint, dims: list[str]) -> tuple[float, ...]:
@@ -35,7 +45,7 @@ def pareto_frontier(points: list[ParetoPoint]) -> tuple[list[ParetoPoint], list[
         d for d in ("cost", "latency") if points and all(getattr(p, d) is not None for p in points)
     ]
     dropped = [d for d in ("cost", "latency") if d not in dims]
-    scored = [p for p in points if p.quality is not None]
+    scored = [p for p in points if p.quality is not None and p.comparable]
     for point in points:
         point.on_frontier = False
         point.dominated_by = []

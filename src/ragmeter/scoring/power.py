@@ -12,6 +12,10 @@ and the cases needed for an effect ``d`` invert it: n = ((z(1 - alpha / 2) + z(p
 d) ** 2, rounded up. With a correction over m gated metrics the level is the Bonferroni bound
 ``alpha / m``, the level at which a metric is detected whatever the other metrics do (Holm's
 first step; Benjamini-Hochberg is never stricter).
+
+A standard deviation at or below ``SPREAD_TOLERANCE x max(1, |mean|)`` is float noise (0.2 on
+every case can give 4e-17), not a spread: :func:`has_spread` says no, and no MDE or case count
+is made from it.
 """
 
 from __future__ import annotations
@@ -27,7 +31,16 @@ import numpy as np
 Correction = Literal["holm", "bh", "none"]
 CORRECTIONS: tuple[Correction, ...] = ("holm", "bh", "none")
 DEFAULT_POWER = 0.8
+# the share of the cases a gated metric must be paired on for a gate to rely on it (the
+# targets' ``coverage_floor`` default)
+DEFAULT_COVERAGE_FLOOR = 0.9
+SPREAD_TOLERANCE = 1e-12
 _NORMAL = NormalDist()
+
+
+def has_spread(sd: float, mean: float = 0.0) -> bool:
+    """Whether ``sd`` is a spread and not float noise around ``mean`` (module docstring)."""
+    return math.isfinite(sd) and sd > SPREAD_TOLERANCE * max(1.0, abs(mean))
 
 
 def adjust_p_values(p_values: Sequence[float], method: Correction) -> list[float]:
@@ -90,13 +103,15 @@ def minimum_detectable_effect(
     n = len(baseline)
     if n < 2:
         return None
-    sd = float(np.std(candidate - baseline, ddof=1))
+    diffs = candidate - baseline
+    sd = float(np.std(diffs, ddof=1))
     basis: Literal["paired", "independent"] = "paired"
-    if sd == 0.0:
+    if not has_spread(sd, float(np.mean(diffs))):
         sd = math.sqrt(float(np.var(baseline, ddof=1)) + float(np.var(candidate, ddof=1)))
         basis = "independent"
-    if sd == 0.0:
-        return None
+        center = max(abs(float(np.mean(baseline))), abs(float(np.mean(candidate))))
+        if not has_spread(sd, center):
+            return None
     return DetectableEffect(_z_sum(level, power) * sd / math.sqrt(n), sd, basis)
 
 

@@ -17,6 +17,8 @@ from functools import lru_cache
 import numpy as np
 import numpy.typing as npt
 
+from ragmeter.scoring.power import has_spread
+
 FloatArray = npt.NDArray[np.float64]
 _BLOCK_CELLS = 4_000_000
 
@@ -116,7 +118,7 @@ def cohens_dz(diffs: FloatArray) -> float | None:
     if len(diffs) < 2:
         return None
     spread = float(diffs.std(ddof=1))
-    if spread == 0.0:
+    if not has_spread(spread, float(diffs.mean())):
         return None
     return float(diffs.mean()) / spread
 

@@ -132,6 +132,17 @@ def _expand_headers(headers: dict[str, str]) -> dict[str, str]:
     return expanded
 
 
+def _refuse_two_credentials(headers: dict[str, str], display_url: str) -> None:
+    """URL credentials are sent as basic auth, which would replace an ``Authorization`` header
+    given too: refuse the pair (before the first request) rather than send the other one."""
+    if any(name.strip().lower() == "authorization" for name in headers):
+        raise InputError(
+            f"the target url {display_url!r} holds credentials (user:password@), which are "
+            "sent as basic auth, and an Authorization header is given too; use one or the "
+            "other: drop the credentials from the url, or drop the Authorization header"
+        )
+
+
 def _reject_constant(name: str) -> NoReturn:
     raise ValueError(f"{name} is not valid JSON")
 
@@ -161,6 +172,19 @@ async def _read_limited(reply: httpx.Response, limit: int) -> bytes:
             raise _TooLarge(f"reply larger than {limit} bytes (max_response_bytes)")
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+def _json_kind(value: Any) -> str:
+    """The JSON name of a parsed value's type: ``list``, ``string``, ``number``, ..."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, list):
+        return "list"
+    if isinstance(value, str):
+        return "string"
+    return "number"
 
 
 def _redirect_message(reply: httpx.Response) -> str:
@@ -202,6 +226,8 @@ class HttpTarget:
             )
         # credentials in the URL are sent as basic auth (by httpx) and masked wherever they
         # would be printed or stored, also as the basic-auth token a server might echo
+        if parsed.userinfo:
+            _refuse_two_credentials(config.headers, self.display_url)
         if parsed.password:
             remember_secret(parsed.password)
             token = f"{parsed.username}:{parsed.password}".encode()
@@ -389,6 +415,14 @@ class HttpTarget:
             raise TargetError(
                 "invalid_json", f"response is not JSON: {_body_text(content)!r}", attempts
             ) from exc
+        if not self.config.response_mapping and not isinstance(body, dict | str):
+            # a list, a number, true or null: not a reply in the contract (nor an answer text)
+            raise TargetError(
+                "invalid_response",
+                f"the reply is a JSON {_json_kind(body)}; expected a JSON object in the response "
+                'contract ({"answer": ..., ...}), or map its fields with response_mapping',
+                attempts,
+            )
         try:
             fields = apply_mapping(body, self.config.response_mapping)
             response = Response.from_target(fields)

@@ -11,6 +11,10 @@ function from loading is an :class:`~ragmeter.errors.InputError` that says what 
 Index statistics: an ``index_stats()`` function (sync or async, no arguments, returning a dict
 in ``targets/index_stats.py``'s contract or None) on the callable's object or in its module is
 called once per run; the stats are stored with the run.
+
+A sync function runs in the target's own worker threads, as many as the run's concurrency (a
+thread whose case timed out and still runs is replaced by an extra one), so no case waits for a
+thread; its latency is the call's own, timed inside the worker thread.
 """
 
 from __future__ import annotations
@@ -21,8 +25,11 @@ import importlib.util
 import inspect
 import os
 import sys
+import threading
+import time
 import traceback
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -247,11 +254,51 @@ def _first_parameter(function: Callable[..., Any]) -> str | None:
     return parameters[0] if parameters else None
 
 
+class WorkerThreads:
+    """The threads a sync function runs in: ``size`` pooled ones (the run's concurrency), and
+    a fresh daemon thread for a call that finds them all busy (a case that timed out leaves
+    its call running), so a call never waits in a queue. ``run`` returns the result and the
+    call's own duration in ms, timed in the thread that makes it."""
+
+    def __init__(self, size: int) -> None:
+        self.size = max(1, size)
+        self.pool = ThreadPoolExecutor(self.size, thread_name_prefix="ragmeter-target")
+        self.busy = 0
+        self.lock = threading.Lock()
+
+    def _timed(self, function: Callable[..., Any], argument: Any) -> tuple[Any, float]:
+        try:
+            started = time.perf_counter()
+            result = function(argument)
+            return result, (time.perf_counter() - started) * 1000.0
+        finally:
+            with self.lock:
+                self.busy -= 1
+
+    async def run(self, function: Callable[..., Any], argument: Any) -> tuple[Any, float]:
+        with self.lock:
+            pooled = self.busy < self.size
+            self.busy += 1
+        if pooled:
+            loop = asyncio.get_running_loop()
+            return await loop.run_in_executor(self.pool, self._timed, function, argument)
+        from ragmeter.runner.background import in_daemon_thread
+
+        return await in_daemon_thread(self._timed, function, argument)
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=False, cancel_futures=True)
+
+
 class PythonTarget:
     name = "python"
 
     def __init__(
-        self, config: TargetConfig, function: Callable[..., Any] | None = None, **_: Any
+        self,
+        config: TargetConfig,
+        function: Callable[..., Any] | None = None,
+        concurrency: int = 8,
+        **_: Any,
     ) -> None:
         if function is None:
             if not config.callable:
@@ -262,6 +309,7 @@ class PythonTarget:
         self.is_async = inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
             getattr(function, "__call__", None)  # noqa: B004 - an object with async __call__
         )
+        self.threads = WorkerThreads(concurrency)
 
     async def preflight(self) -> dict[str, Any]:
         name = getattr(self.function, "__qualname__", type(self.function).__qualname__)
@@ -271,11 +319,15 @@ class PythonTarget:
         argument: Any = case if self.pass_case else case.question
         try:
             if self.is_async:
+                started = time.perf_counter()
                 result = await self.function(argument)
+                elapsed = (time.perf_counter() - started) * 1000.0
             else:
-                result = await asyncio.to_thread(self.function, argument)
+                result, elapsed = await self.threads.run(self.function, argument)
             if inspect.isawaitable(result):  # a sync wrapper that returned a coroutine
+                started = time.perf_counter()
                 result = await result
+                elapsed += (time.perf_counter() - started) * 1000.0
         except TargetError:
             raise
         except ValidationError as exc:
@@ -288,7 +340,9 @@ class PythonTarget:
             raise TargetError("exception:ValidationError", _describe_message(exc)) from exc
         except (Exception, SystemExit) as exc:
             raise TargetError(f"exception:{type(exc).__name__}", _describe_message(exc)) from exc
-        return to_response(result)
+        response = to_response(result)
+        response.latency_ms.setdefault("total", elapsed)  # the call's own time
+        return response
 
     def _index_stats_hook(self) -> tuple[str, Callable[[], Any]] | None:
         """(where, function) of the ``index_stats`` hook: an attribute of the callable (an
@@ -319,7 +373,7 @@ class PythonTarget:
             if inspect.iscoroutinefunction(hook):
                 stats = await hook()
             else:
-                stats = await asyncio.to_thread(hook)
+                stats, _ = await self.threads.run(lambda _: hook(), None)
             if inspect.isawaitable(stats):
                 stats = await stats
         except (Exception, SystemExit) as exc:
@@ -329,7 +383,7 @@ class PythonTarget:
         return index_stats.reported(source, stats)
 
     async def aclose(self) -> None:
-        return None
+        self.threads.close()
 
 
 def _describe_message(exc: BaseException) -> str:

@@ -7,12 +7,20 @@ The file is read when the target is built: a missing file, a line that is not a 
 a line without a usable ``case_id``, a case recorded twice, a key given twice and a value that
 cannot be stored are reported together, each naming file:line. A recorded response that does
 not fit the response schema (NaN, a negative latency) fails its case as ``invalid_response``,
-as the same answer from a live target would; the message names file:line and field.
+as the same answer from a live target would; the message names file:line and field. A line that
+gives both a ``response`` object and flat response fields (``answer``) is refused: one of the
+two would be dropped without a word.
+
+A replayed response has the latency it recorded (``latency_ms.total``) or none: the time taken
+to read it from the file is not the system's, so no total is added and the latency metrics
+skip the case. Lines that no case asked for are counted and named in a warning on stderr when
+the target is closed.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from array import array
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -27,6 +35,22 @@ from ragmeter.models import Case, Response
 from ragmeter.targets.base import TargetError
 
 _BOM = b"\xef\xbb\xbf"
+# flat response fields that must not stand beside a "response" object (``latency_ms`` may: a
+# trace line keeps the case's wall time there)
+_FLAT_FIELDS = (
+    "answer",
+    "retrieved",
+    "retrieved_chunks",
+    "citations",
+    "references",
+    "abstained",
+    "confidence",
+    "policy_flags",
+    "guardrail_scores",
+    "usage",
+    "scope",
+)
+_UNUSED_SHOWN = 5  # ids named in the warning about lines no case asked for
 _READ = 1 << 16  # bytes read at a time for a recorded line (most fit in one read)
 
 
@@ -160,6 +184,19 @@ def read_recorded(path: Path) -> RecordedIndex:
                     case_id,
                 )
             )
+        flat = [key for key in _FLAT_FIELDS if key in record]
+        if "response" in record and flat:
+            problems.append(
+                Problem(
+                    file,
+                    number,
+                    flat[0],
+                    f"the line gives both a 'response' object and a flat {flat[0]!r}; give one "
+                    'form: {"case_id": ..., "response": {...}} or the response\'s fields beside '
+                    "the case_id",
+                    case_id,
+                )
+            )
         problems.extend(
             Problem(file, number, f.field, f.message, case_id)
             for f in inspect_value(record, finite=False)
@@ -177,17 +214,22 @@ def read_recorded(path: Path) -> RecordedIndex:
 
 class ReplayTarget:
     name = "replay"
+    # the time a replayed call takes is a file read, not the system's latency: a response
+    # without a recorded total has none (the engine adds no time of its own)
+    measures_latency = False
 
     def __init__(self, config: TargetConfig, **_: Any) -> None:
         if not config.path:
             raise InputError("the replay target needs a path to a JSONL of recorded responses")
         self.path = Path(config.path)
         self.recorded = read_recorded(self.path)
+        self.asked: set[str] = set()
 
     async def preflight(self) -> dict[str, Any]:
         return {"replay_file": str(self.path), "recorded": len(self.recorded)}
 
     async def query(self, case: Case) -> Response:
+        self.asked.add(case.case_id)
         found = self.recorded.get(case.case_id)
         if found is None:
             raise TargetError(
@@ -198,7 +240,7 @@ class ReplayTarget:
             raise TargetError(str(record["error_type"]), str(record.get("error_message") or ""))
         payload = record.get("response", {k: v for k, v in record.items() if k != "case_id"})
         try:
-            return Response.from_target(payload, recorded=True)
+            response = Response.from_target(payload, recorded=True)
         except ValidationError as exc:
             prefix = "response." if "response" in record else ""
             problems = problems_from_validation(exc, str(self.path), line, case.case_id)
@@ -215,6 +257,28 @@ class ReplayTarget:
                 for p in problems
             )
             raise TargetError("invalid_response", message) from exc
+        return response
+
+    def unused_warning(self) -> str | None:
+        """The warning about recorded lines no case asked for (None: every line was asked, or
+        no case at all, as for the run's own copy of the target under Ray)."""
+        if not self.asked:
+            return None
+        unused = [case_id for case_id in self.recorded.row if case_id not in self.asked]
+        if not unused:
+            return None
+        shown = ", ".join(repr(case_id[:60]) for case_id in unused[:_UNUSED_SHOWN])
+        more = f" and {len(unused) - _UNUSED_SHOWN} more" if len(unused) > _UNUSED_SHOWN else ""
+        return (
+            f"warning: {len(unused)} of the {len(self.recorded)} lines of {self.path} matched "
+            f"no case asked in this run (case ids {shown}{more}); case ids are compared "
+            "exactly, upper and lower case included"
+        )
 
     async def aclose(self) -> None:
         self.recorded.close()
+        warning = self.unused_warning()
+        self.asked.clear()  # warned once, even if closed again
+        if warning is not None:
+            sys.stderr.write(warning + "\n")
+            sys.stderr.flush()

@@ -25,6 +25,7 @@ from ragmeter.reports.html.run import describe_target
 from ragmeter.reports.html.svg import delta_bar, pareto_chart
 from ragmeter.reports.pareto import pareto_points
 from ragmeter.scoring.compare import Comparison, MetricComparison
+from ragmeter.scoring.pareto import ParetoPoint
 
 __all__ = ["render_comparison_html"]
 
@@ -77,6 +78,8 @@ def _delta_row(row: MetricComparison) -> str:
     verdict, cls = _VERDICT[row.verdict]
     if not row.gated:
         verdict += " (not gated)"
+    if row.gate_failure:  # a gate cannot pass on it
+        verdict, cls = f"not compared: {row.gate_failure}", "fail"
     arrow = "↑" if row.higher_is_better else "↓"
     total = row.total_diff is not None
     interval = change_interval_text(row)
@@ -136,9 +139,32 @@ def deltas_section(comparison: Comparison) -> str:
         "bootstrap interval (the band; the dashed line is 0). Tests: exact McNemar for 0/1 "
         "metrics, sign-flip permutation otherwise. A regression is significantly worse by at "
         "least the margin.</p>"
+        f"{_one_sided(comparison)}"
         f'<div class="scroll"><table class="deltas"><thead><tr>{head}</tr></thead><tbody>'
         f"{''.join(_delta_row(r) for r in rows)}</tbody></table></div></section>"
     )
+
+
+def _one_sided(comparison: Comparison) -> str:
+    """The gated metrics a gate cannot pass on, and the metrics in one run only."""
+    parts = []
+    failures = comparison.gate_failures
+    if failures:
+        items = "".join(f"<li>{esc(metric)}: {esc(reason)}</li>" for metric, reason in failures)
+        parts.append(
+            f'<p class="fail">{len(failures)} gated metric(s) not compared: a gate fails on '
+            f'them (coverage floor {comparison.coverage_floor:g}).</p><ul class="uncompared">'
+            f"{items}</ul>"
+        )
+    for side, metrics in (
+        ("baseline", comparison.only_in_baseline),
+        ("candidate", comparison.only_in_candidate),
+    ):
+        if metrics:
+            shown = ", ".join(f"{esc(m.metric)} {number(m.value)}" for m in metrics)
+            parts.append(f'<p class="note only-{side}">Only in the {side} (not compared): '
+                         f"{shown}.</p>")  # fmt: skip
+    return "".join(parts)
 
 
 def _ids(ids: list[str]) -> str:
@@ -208,16 +234,27 @@ def flips_section(
     return "".join(parts) + "</section>"
 
 
+def _errors(point: ParetoPoint) -> str:
+    return "-" if point.errors is None or point.cases is None else f"{point.errors}/{point.cases}"
+
+
+def _standing(point: ParetoPoint) -> str:
+    if point.on_frontier:
+        return "on the frontier"
+    return "not comparable" if not point.comparable else "dominated"
+
+
 def pareto_section(records: list[RunRecord]) -> str:
     points, dropped = pareto_points(records, None)
     axis = "latency" if "latency" not in dropped else "cost" if "cost" not in dropped else None
     parts = ['<section id="pareto"><h2>Pareto: quality against cost and latency</h2>']
     rows = "".join(
         f'<tr><th scope="row">{esc(p.run_id)}</th><td class="num">{number(p.quality)}</td>'
+        f'<td class="num">{esc(_errors(p))}</td><td class="num">{number(p.coverage, 2)}</td>'
         f'<td class="num">{number(p.cost, 5)}</td><td class="num">{number(p.latency, 1)}</td>'
         f'<td class="{"pass" if p.on_frontier else "muted"}">'
-        f"{'on the frontier' if p.on_frontier else 'dominated'}</td>"
-        f"<td>{esc(', '.join(p.dominated_by))}</td></tr>"
+        f"{_standing(p)}</td>"
+        f"<td>{esc(p.note or ', '.join(p.dominated_by))}</td></tr>"
         for p in points
     )
     plotted = [
@@ -236,7 +273,8 @@ def pareto_section(records: list[RunRecord]) -> str:
         )
     parts.append(
         '<table class="pareto-points"><thead><tr><th scope="col">run</th>'
-        '<th scope="col" class="num">weighted score</th><th scope="col" class="num">cost/query'
+        '<th scope="col" class="num">weighted score</th><th scope="col" class="num">errors</th>'
+        '<th scope="col" class="num">coverage</th><th scope="col" class="num">cost/query'
         '</th><th scope="col" class="num">latency p50 ms</th><th scope="col">frontier</th>'
         f'<th scope="col">dominated by</th></tr></thead><tbody>{rows}</tbody></table></section>'
     )

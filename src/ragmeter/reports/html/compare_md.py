@@ -43,12 +43,25 @@ def render_comparison_markdown(comparison: Comparison, base: RunRecord, cand: Ru
         interval = change_interval_text(row)
         arrow = "↑" if row.higher_is_better else "↓"
         verdict = row.verdict.replace("_", " ") + ("" if row.gated else " (not gated)")
+        if row.gate_failure:  # a gate cannot pass on it
+            verdict = f"**not compared**: {md_text(row.gate_failure)}"
         lines.append(
             f"| {md_text(row.metric)} {arrow} | {number(row.baseline)} | "
             f"{number(row.candidate)} | {change_text(mean, row.total_diff is not None)} | "
             f"{interval} | {p_text(row.p_value)} | {p_text(row.p_adjusted)} | "
             f"{number(row.mde)} | {row.test} | {verdict} |"
         )
+    for side, metrics in (
+        ("baseline", comparison.only_in_baseline),
+        ("candidate", comparison.only_in_candidate),
+    ):
+        if metrics:
+            shown = ", ".join(f"{md_text(m.metric)} {number(m.value)}" for m in metrics)
+            lines += ["", f"Only in the {side} (not compared): {shown}."]
+    if comparison.gate_failures:
+        lines += ["", f"**Not compared** (a gate fails on them; coverage floor "
+                  f"{comparison.coverage_floor:g}):", ""]  # fmt: skip
+        lines += [f"- {md_text(m)}: {md_text(r)}" for m, r in comparison.gate_failures]
     flipped = [r for r in comparison.rows if r.pass_to_fail or r.fail_to_pass]
     lines += ["", "## Flipped cases", ""]
     if not flipped:
