@@ -312,3 +312,29 @@ def test_eval_baseline_fails_when_the_candidate_failed_every_case(runs: Runs) ->
         cwd=root, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert same.returncode == 0, same.stdout + same.stderr
+
+
+def test_eval_baseline_sharing_no_case_is_refused_but_the_run_keeps_its_report(
+    runs: Runs,
+) -> None:
+    root = runs.root
+    cases = [json.loads(line) for line in (root / "cases.jsonl").read_text().splitlines()]
+    replies = [json.loads(line) for line in (root / "A.jsonl").read_text().splitlines()]
+    (root / "other.jsonl").write_text(
+        "".join(json.dumps({**c, "case_id": "x" + c["case_id"]}) + "\n" for c in cases)
+    )
+    (root / "other_replay.jsonl").write_text(
+        "".join(json.dumps({**r, "case_id": "x" + r["case_id"]}) + "\n" for r in replies)
+    )
+    result = subprocess.run(
+        [
+            sys.executable, "-m", "ragmeter", "eval", "--no-progress",
+            "--dataset", "other.jsonl", "--target", "replay:other_replay.jsonl",
+            "--metrics", "retrieval,lexical", "--baseline", runs.ids["A"],
+            "--store", "runs.db", "--output-dir", "disjoint", "--output", "disjoint",
+        ],
+        cwd=root, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "share no case" in result.stderr
+    assert (root / "disjoint" / "disjoint.md").is_file()  # written before the refusal

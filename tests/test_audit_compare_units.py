@@ -146,3 +146,24 @@ def test_a_point_under_the_floor_dominates_none() -> None:
     assert by_id["a"].on_frontier and by_id["a"].dominated_by == []
     assert by_id["b"].dominated_by == ["a"]
     assert not by_id["e"].on_frontier and by_id["e"].dominated_by == []
+
+
+def test_a_detector_without_a_value_in_either_run_does_not_fail_the_gate() -> None:
+    def detector_run(run_id: str) -> RunScores:
+        # every case benign: the attack scores exist, the AUC does not (one class)
+        summary = MetricSummary(
+            name="injection_auc", group="safety", value=None, aggregation="auc", kind="score",
+            n_scored=12, n_skipped=0, n_failed=0,
+        )  # fmt: skip
+        record = RunRecord(
+            id=run_id, name=run_id, created_at="", config={}, datasets=[],
+            scorecard=Scorecard(metrics=[summary], by_group={}), status="completed",
+        )  # fmt: skip
+        scores = RunScores(record, {"injection_auc": dict.fromkeys(CASES, 0.1)})
+        scores.labels = {"injection_auc": dict.fromkeys(CASES, False)}
+        return scores
+
+    comparison = compare_runs(detector_run("a"), detector_run("b"), resamples=100)
+    (row,) = comparison.rows
+    assert row.verdict == "not_paired"  # nothing to test
+    assert row.gate_failure is None and comparison.gate_failures == []

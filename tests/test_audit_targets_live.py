@@ -138,6 +138,13 @@ def test_a_reported_total_latency_is_kept(monkeypatch: pytest.MonkeyPatch) -> No
             await target.aclose()
 
     assert asyncio.run(run()) == {"total": 42.0, "retrieve": 2.0}
+    # the case's own latency (stats, case pages, CSV) is that same total, not the wall time
+    from ragmeter.runner.executors import ask as ask_case
+
+    again = PythonTarget(TargetConfig(kind="python"), function=answer)
+    result = asyncio.run(ask_case(again, Case(case_id="c", question="q"), 5.0))
+    asyncio.run(again.aclose())
+    assert result.latency_ms == 42.0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -206,3 +213,26 @@ def test_an_http_reply_that_is_not_an_object_says_what_it_is(
     assert case["error_message"].startswith(
         f"the reply is a JSON {kind}; expected a JSON object in the response contract"
     )
+
+
+def test_a_call_cancelled_before_its_thread_took_it_frees_its_slot() -> None:
+    import threading
+
+    from ragmeter.targets.python import WorkerThreads
+
+    threads = WorkerThreads(1)
+    release = threading.Event()
+    blocker = threads.pool.submit(release.wait)  # the one thread is taken, outside ``run``
+
+    async def cancelled_call() -> None:
+        call = asyncio.ensure_future(threads.run(lambda x: x, 1))
+        await asyncio.sleep(0.05)  # queued behind the blocker: it has not started
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+
+    asyncio.run(cancelled_call())
+    release.set()
+    blocker.result(timeout=5)
+    assert threads.busy == 0  # the slot is free again: the next call gets a pooled thread
+    threads.close()

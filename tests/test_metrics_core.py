@@ -161,10 +161,23 @@ def test_latency_metric_reads_total() -> None:
 
 
 def test_metric_bug_becomes_a_failed_score() -> None:
-    broken = Response(answer="x", latency_ms={"retrieve": 1.0})
-    status, value, reason = score("latency_p95", CHUNK_CASE, broken)
-    assert (status, value) == ("failed", None)
-    assert reason is not None and reason.startswith("KeyError")
+    from ragmeter.metrics.base import Metric
+
+    def buggy(case: Case, response: Response) -> float:
+        return {"total": 1.0}["p95"]
+
+    metric = Metric("buggy", "performance", buggy, kind="duration")
+    result = CaseResult(case_id="c1", status="ok", response=Response(answer="x"))
+    scored = score_case(metric, CHUNK_CASE, result)
+    assert (scored.status, scored.value) == ("failed", None)
+    assert scored.reason is not None and scored.reason.startswith("KeyError")
+
+
+def test_a_response_without_a_total_latency_skips_the_latency_metrics() -> None:
+    replayed = Response(answer="x", latency_ms={"retrieve": 1.0})
+    status, value, reason = score("latency_p95", CHUNK_CASE, replayed)
+    assert (status, value) == ("skipped", None)
+    assert reason is not None and "recorded no latency" in reason
 
 
 def test_unknown_metric_family_suggests_a_name() -> None:
@@ -195,3 +208,19 @@ def test_token_f1_is_bounded_symmetric_and_one_on_identity(a: list[str], b: list
     assert value == pytest.approx(token_f1(y, x))
     assert token_f1(x, x) == 1.0
     assert (exact_match(x, y) == 1.0) <= (value == 1.0)
+
+
+def test_a_target_error_fails_only_the_metrics_that_apply_to_the_case() -> None:
+    (f1,) = [m for m in resolve_metrics(["lexical"], MetricSettings()) if m.name == "token_f1"]
+    (multi_hop,) = [
+        m for m in resolve_metrics(["retrieval"], MetricSettings()) if m.name == "recall_all_at_5"
+    ]
+    failed = CaseResult(case_id="c", status="error", error_type="timeout")
+    referenced = Case(case_id="c", question="q?", reference_answer="Paris")
+    unreferenced = Case(case_id="c", question="q?")
+    # the metric would have applied: the target's error is its failure (coverage drops)
+    assert score_case(f1, referenced, failed).status == "failed"
+    # it would not have applied: skipped for the same reason as with an answer
+    skipped = score_case(f1, unreferenced, failed)
+    assert (skipped.status, skipped.reason) == ("skipped", "case has no reference answer")
+    assert score_case(multi_hop, referenced, failed).status == "skipped"

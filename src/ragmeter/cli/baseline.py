@@ -26,11 +26,16 @@ def check_baseline_is_stored(store: str, baseline: str) -> None:
     except StoreError as exc:
         fail(f"--baseline {baseline}: {exc}")
     try:
-        run_store.get_run(baseline)
+        record = run_store.get_run(baseline)
     except RunNotFoundError as exc:
         fail(f"--baseline: {exc} ({store}); give a run id or a run JSON file")
     finally:
         run_store.close()
+    if record.scorecard is None:
+        fail(
+            f"--baseline {baseline}: run {record.id} has no scorecard (status "
+            f"{record.status}); finish it first (ragmeter eval --resume {record.id})"
+        )
 
 
 def check_non_inferior_has_baseline(config: EvalConfig) -> None:
@@ -120,8 +125,11 @@ def keep_judged_targets(outcome: RunOutcome, record: RunRecord, store: str) -> N
     finally:
         run_store.close()
     if outcome.run_file is not None:
+        from ragmeter.reports.markdown import write_markdown
+
         run_file = RunFile.read(outcome.run_file)
         run_file.targets = record.targets
         written = run_file.write(outcome.run_file.parent)
         assert written == outcome.run_file, (written, outcome.run_file)
+        write_markdown(record, outcome.run_file)  # the report written before, with the verdicts
     outcome.record = record

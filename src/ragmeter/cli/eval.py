@@ -167,13 +167,13 @@ def eval_command(ctx: click.Context, /, **params: Any) -> None:
         check_baseline_is_stored(config.store, baseline)  # before any question is asked
     check_non_inferior_has_baseline(config)
     outcome = run_with_progress(config, config.resume, config.verbose)
+    write_outputs(outcome, config.save_trace)  # before the comparison, which may refuse
     failed, comparison = False, None
     if baseline:
         comparison, failed = compare_with_baseline(config, outcome.record.id)
     record = judge_non_inferior(outcome.record, config, comparison)
     if record is not outcome.record:
         keep_judged_targets(outcome, record, config.store)
-    write_outputs(outcome, config.save_trace)
     if gate:
         from ragmeter.reports.run_notes import gate_report
 

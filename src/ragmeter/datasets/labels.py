@@ -107,7 +107,7 @@ def _where(place: tuple[str, int], folder: Path) -> str:
 
 # files of these kinds beside cases.jsonl are data a user may mean as labels
 _DATA_SUFFIXES = (".json", ".jsonl", ".ndjson", ".yaml", ".yml", ".csv", ".tsv", ".parquet")
-_LABEL_FILE = re.compile(r".+_labels\.jsonl")
+_LABEL_FILE = re.compile(r".*_labels\.jsonl")  # as the glob that reads them
 
 
 def unread_files(folder: Path) -> list[Problem]:
@@ -130,6 +130,8 @@ def unread_files(folder: Path) -> list[Problem]:
             expected = "cases.jsonl"
         else:
             continue
+        if (folder / expected).exists():
+            continue  # a second file beside the one read (cases_old.jsonl): not a misnaming
         problems.append(
             Problem(
                 str(path),

@@ -168,8 +168,7 @@ def validate_record(
 
 def label_problems(case: Case) -> list[tuple[str, str]]:
     """(field, message) for labels the schema accepts but no metric can use: a negative
-    latency budget (every ``pipeline_latency_ok`` score would fail), and an unanswerable case
-    with relevant gold passages (scored both as answered by them and as one to refuse)."""
+    latency budget (every ``pipeline_latency_ok`` score would fail)."""
     wrong: list[tuple[str, str]] = []
     for key, budget in case.latency_budget_ms.items():
         if budget < 0:
@@ -177,21 +176,6 @@ def label_problems(case: Case) -> list[tuple[str, str]]:
                 (
                     f"latency_budget_ms.{key}",
                     f"a latency budget is a number of ms >= 0 (got {budget:g})",
-                )
-            )
-    if not case.answerable:
-        relevant = {
-            # grade 0 marks a passage judged not relevant: an unanswerable case may list those
-            "gold_passages": any(p.grade > 0 for p in case.gold_passages),
-            "required_support_groups": bool(case.required_support_groups),
-        }
-        for name in (name for name, given in relevant.items() if given):
-            wrong.append(
-                (
-                    name,
-                    "an unanswerable case ('answerable': false) has no passage that answers it, "
-                    f"so it cannot have relevant {name}; remove them (or grade them 0), or drop "
-                    "'answerable': false if the corpus does answer the question",
                 )
             )
     return wrong

@@ -150,6 +150,10 @@ INPUTS: dict[str, tuple[Callable[[Case, Response | None], bool], str]] = {
     "answerable": (_is_answerable, "applies to answerable cases only"),
     "unanswerable": (_is_unanswerable, "applies to unanswerable cases only"),
 }
+# the inputs read from the case alone, checked even when the target gave no answer
+CASE_INPUTS = frozenset(
+    {"reference_answer", "gold_passages", "support_groups", "answerable", "unanswerable"}
+)
 
 
 @dataclass(frozen=True)
@@ -253,6 +257,13 @@ def score_case(metric: Metric, case: Case, result: CaseResult) -> Score:
     """Apply one metric to one case's result, keeping skips and failures apart from values."""
     if metric.on_result is None:
         if result.status != "ok" or result.response is None:
+            # a metric that does not apply to the case (no reference answer, not multi-hop,
+            # answerable only) is skipped as it would be with an answer: a target error does
+            # not make it a failure, which would lower its coverage
+            for name in metric.requires:
+                check, missing = INPUTS[name]
+                if name in CASE_INPUTS and not check(case, None):
+                    return Score(case.case_id, metric.name, None, "skipped", missing)
             return Score(
                 case.case_id, metric.name, None, "failed", f"target error: {result.error_type}"
             )

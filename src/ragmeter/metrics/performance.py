@@ -20,14 +20,17 @@ from __future__ import annotations
 from typing import Any
 
 from ragmeter.config import ModelPrice
-from ragmeter.metrics.base import Metric, MetricOutput, MetricSettings, SkipScore
+from ragmeter.metrics.base import NOT_REPORTED, Metric, MetricOutput, MetricSettings, SkipScore
 from ragmeter.metrics.operational import operational_metrics
 from ragmeter.metrics.performance_tally import LATENCY_QUANTILES, PerformanceTally
 from ragmeter.models import Case, CaseResult, Response, Usage
 
 # a response without a total latency: ragmeter adds its wall time to every live answer, so
 # only a replayed response that recorded none has no total (its read time is not the system's)
-NO_LATENCY = "the replayed response recorded no latency (no latency_ms.total): not measured"
+# starts with NOT_REPORTED: such a case lowers the latency metrics' coverage
+NO_LATENCY = (
+    f"{NOT_REPORTED} a latency: the replayed response recorded no latency_ms.total (not measured)"
+)
 
 
 def total_latency_ms(response: Response) -> float:

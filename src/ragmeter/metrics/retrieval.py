@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ragmeter.metrics.base import Metric, MetricOutput, MetricSettings, SkipScore
+from ragmeter.metrics.base import NOT_REPORTED, Metric, MetricOutput, MetricSettings, SkipScore
 from ragmeter.metrics.ir import Measure, query_measures
 from ragmeter.metrics.ir.query import measure_plan
 from ragmeter.metrics.shared import SharedDetails
@@ -37,8 +37,9 @@ from ragmeter.models import (
 )
 
 Level = str
+# starts with NOT_REPORTED: such a case lowers the metric's coverage
 NO_CHUNK_IDS = (
-    "the target reported no chunk ids: its retrieved chunks have no id (or chunk_id), so the "
+    f"{NOT_REPORTED} chunk ids: its retrieved chunks have no id (or chunk_id), so the "
     "gold chunk ids cannot be matched; report each chunk's id, or label the gold passages by "
     "doc_id or rel_path"
 )

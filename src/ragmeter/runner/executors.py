@@ -57,9 +57,9 @@ _IN_FLIGHT_PER_ACTOR = 2
 
 
 async def ask(target: Target, case: Case, timeout_s: float) -> CaseResult:
-    """Ask one case. The case's latency is the time the call took, unless the target does not
-    measure it (``measures_latency = False``: a replay, whose call time is a file read), whose
-    recorded total (or none) is kept."""
+    """Ask one case. The case's latency is the response's total: the one the target reported,
+    else the time the call took, unless the target does not measure it (``measures_latency =
+    False``: a replay, whose call time is a file read), when it is the recorded total or none."""
     measures = getattr(target, "measures_latency", True)
     started = time.perf_counter()
 
@@ -101,7 +101,8 @@ async def ask(target: Target, case: Case, timeout_s: float) -> CaseResult:
         case_id=case.case_id,
         status="ok",
         response=response,
-        latency_ms=response.latency_ms.get("total") if elapsed is None else elapsed,
+        # one latency in every view (scorecard, stats, case pages): the response's total
+        latency_ms=response.latency_ms.get("total"),
         attempts=response.attempts,
     )
 

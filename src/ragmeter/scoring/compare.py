@@ -248,8 +248,16 @@ def _gate_failure(
     b_cases, c_cases = base.values.get(row.metric, {}), cand.values.get(row.metric, {})
     if not (b_cases or c_cases):
         return None
+    summaries = (base.summary(row.metric), cand.summary(row.metric))
+    if all(s is None or s.value is None for s in summaries):
+        return None  # no value in either run (a detector on one class of cases): nothing to keep
     shared = set(b_cases) & set(c_cases)
     missed = (base.missed.get(row.metric, set()) | cand.missed.get(row.metric, set())) - shared
+    if row.verdict == "not_paired" and shared:
+        return (
+            f"not paired: the {len(shared)} cases scored in both runs do not hold both classes "
+            "(a run-level statistic needs positives and negatives)"
+        )
     if row.verdict == "not_paired":
         return f"not paired: no case scored in both runs ({len(missed)} failed or not reported)"
     if row.coverage is not None and row.coverage < floor:

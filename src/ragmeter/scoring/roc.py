@@ -196,7 +196,8 @@ def paired_detector_difference(
     if resamples < 1:
         return observed, None, 1.0
     rng = np.random.default_rng(seed)
-    per_block = max(1, _BLOCK_CELLS // max(len(grids[0]), len(grids[1])))
+    widest = max(len(grids[0]), len(grids[1]), len(counts[True]), len(counts[False]))
+    per_block = max(1, _BLOCK_CELLS // widest)
     draws = []
     for start in range(0, resamples, per_block):
         rows = min(per_block, resamples - start)

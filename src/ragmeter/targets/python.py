@@ -29,7 +29,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -280,11 +280,18 @@ class WorkerThreads:
             pooled = self.busy < self.size
             self.busy += 1
         if pooled:
-            loop = asyncio.get_running_loop()
-            return await loop.run_in_executor(self.pool, self._timed, function, argument)
+            future = self.pool.submit(self._timed, function, argument)
+            future.add_done_callback(self._release_if_cancelled)
+            return await asyncio.wrap_future(future)
         from ragmeter.runner.background import in_daemon_thread
 
         return await in_daemon_thread(self._timed, function, argument)
+
+    def _release_if_cancelled(self, future: Future[tuple[Any, float]]) -> None:
+        """A call cancelled before its thread took it never ran ``_timed``: free its slot."""
+        if future.cancelled():
+            with self.lock:
+                self.busy -= 1
 
     def close(self) -> None:
         self.pool.shutdown(wait=False, cancel_futures=True)

@@ -270,9 +270,10 @@ class ReplayTarget:
         shown = ", ".join(repr(case_id[:60]) for case_id in unused[:_UNUSED_SHOWN])
         more = f" and {len(unused) - _UNUSED_SHOWN} more" if len(unused) > _UNUSED_SHOWN else ""
         return (
-            f"warning: {len(unused)} of the {len(self.recorded)} lines of {self.path} matched "
-            f"no case asked in this run (case ids {shown}{more}); case ids are compared "
-            "exactly, upper and lower case included"
+            f"warning: {len(unused)} of the {len(self.recorded)} lines of {self.path} were not "
+            f"asked for in this run (case ids {shown}{more}); a line answers the dataset's case "
+            "of the same case_id, compared exactly (upper and lower case included), so check "
+            "these ids unless --samples or an earlier part of a resumed run left them out"
         )
 
     async def aclose(self) -> None:
