@@ -326,3 +326,34 @@ def test_judge_tasks_variable_limits_what_the_judge_is_asked(in_tmp: Path) -> No
         assert bad.exit_code == 2 and "unknown judged tasks corectness" in bad.output
     finally:
         server.close()
+
+
+def test_resume_refuses_options_it_would_ignore(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from ragmeter.cli.main import main
+
+    store = str(tmp_path / "runs.db")
+    refused = CliRunner().invoke(
+        main,
+        ["eval", "--resume", "abc123", "--store", store, "--top-k", "2", "-d", "odd.jsonl"],
+    )
+    assert refused.exit_code == 2, refused.output
+    assert "finishes the run with the settings it was started with" in refused.output
+    assert "--top-k" in refused.output and "--dataset" in refused.output
+    assert not (tmp_path / "runs.db").exists()  # refused before anything was opened
+    # the options a resumed run does take are accepted (then the unknown run is reported)
+    kept = CliRunner().invoke(
+        main, ["eval", "--resume", "abc123", "--store", store, "--no-progress", "--gate"]
+    )
+    assert kept.exit_code == 2 and "would be ignored" not in kept.output
+
+
+@pytest.mark.parametrize("limit", ["0", "-1"])
+def test_runs_limit_below_one_is_refused(tmp_path: Path, limit: str) -> None:
+    from click.testing import CliRunner
+
+    from ragmeter.cli.main import main
+
+    result = CliRunner().invoke(main, ["runs", "--limit", limit, "--store", str(tmp_path / "r.db")])
+    assert result.exit_code == 2 and "--limit" in result.output

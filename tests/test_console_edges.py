@@ -622,3 +622,40 @@ def test_show_by_a_field_gives_each_group_its_coverage(tmp_path) -> None:
     factual, howto = (re.sub(r"[│┃]", " ", row).split() for row in rows)
     assert factual[-4:] == ["2", "0", "2", "50%"]  # n, skip, fail, cov
     assert howto[-4:] == ["4", "0", "0", "100%"]
+
+
+def test_stats_and_the_scorecard_read_the_same_latencies(tmp_path) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from ragmeter.cli.main import main
+
+    (tmp_path / "cases.jsonl").write_text(
+        "".join(json.dumps({"case_id": f"c{i}", "question": f"q{i}?"}) + "\n" for i in range(6))
+    )
+    # answered cases report their latency; a failing call spends 50 ms before it raises
+    (tmp_path / "sometimes.py").write_text(
+        "import time\n"
+        "def answer(question):\n"
+        "    n = int(question[1:-1])\n"
+        "    if n % 3 == 0:\n"
+        "        time.sleep(0.05)\n"
+        "        raise RuntimeError('down')\n"
+        "    return {'answer': 'a', 'latency_ms': {'total': float(n)}}\n"
+    )
+    store = str(tmp_path / "runs.db")
+    made = CliRunner().invoke(main, [
+        "eval", "-d", str(tmp_path / "cases.jsonl"), "--target",
+        f"{tmp_path / 'sometimes.py'}:answer", "--metrics", "performance", "--store", store,
+        "--no-progress", "--output-dir", str(tmp_path / "runs"), "--output", "run",
+    ])  # fmt: skip
+    assert made.exit_code == 0, made.output
+    document = json.loads((tmp_path / "runs" / "run.json").read_text())
+    card = {m["name"]: m for m in document["scorecard"]["metrics"]}
+    stats = CliRunner().invoke(main, ["stats", document["id"], "--store", store, "--json"])
+    assert stats.exit_code == 0, stats.output
+    latency = json.loads(stats.output)["run"]["latency_ms"]
+    # cases 1, 2, 4, 5 answered (latencies 1, 2, 4, 5 ms); 0 and 3 failed after 50 ms
+    assert (latency["min"], latency["max"], latency["mean"]) == (1.0, 5.0, 3.0)
+    assert card["latency_p50"]["value"] == latency["p50"] == 3.0

@@ -319,3 +319,22 @@ def test_non_finite_and_valueless_scores(runs: tuple[Path, Path, str, str]) -> N
             folder, "report", base, "--store", str(copy), "--format", fmt, "-o", f"odd.{fmt}"
         )
         assert done.returncode == 0, (fmt, done.stderr)
+
+
+def test_reports_of_an_unfinished_run_say_so() -> None:
+    from ragmeter.models import RunRecord
+    from ragmeter.reports.html.run import scorecard_section, targets_section
+    from ragmeter.reports.markdown import render_markdown
+
+    record = RunRecord(
+        id="r1", name="r", created_at="2026-11-24T00:00:00+00:00", config={}, datasets=["demo"],
+        status="interrupted", question_count=87,
+    )  # fmt: skip
+    markdown = render_markdown(record)
+    assert "**not finished**: the run is interrupted" in markdown
+    assert "`ragmeter eval --resume r1`" in markdown
+    assert "No targets." not in markdown and "Not evaluated: the run is not scored yet." in markdown
+    html = scorecard_section(record) + targets_section(record)
+    assert "Not finished: the run is interrupted" in html and "No targets" not in html
+    finished = record.model_copy(update={"status": "completed"})
+    assert "No targets." in render_markdown(finished)

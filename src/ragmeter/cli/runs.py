@@ -20,7 +20,13 @@ from ragmeter.store.sqlite import RunStore
 
 @main.command("runs")
 @shared("store")
-@click.option("--limit", default=RUNS_LIST_LIMIT, show_default=True, help="How many runs to list.")
+@click.option(
+    "--limit",
+    type=click.IntRange(min=1),
+    default=RUNS_LIST_LIMIT,
+    show_default=True,
+    help="How many runs to list.",
+)
 def runs_command(store: str, limit: int) -> None:
     """List stored runs, newest first."""
     from ragmeter.reports.show import runs_table

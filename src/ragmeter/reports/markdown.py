@@ -81,6 +81,11 @@ def render_markdown(record: RunRecord) -> str:
         f"- suite: {md_text(config.get('suite', 'full'))}",
         f"- perspectives: {', '.join(md_text(p) for p in config.get('perspectives') or ['all'])}",
     ]
+    if record.status != "completed":
+        lines.append(
+            f"- **not finished**: the run is {md_text(record.status)} and not scored yet; "
+            f"finish it with `ragmeter eval --resume {md_text(record.id)}`"
+        )
     weighted = record.weighted_score
     thin = under_coverage(weighted, md_text) if weighted is not None else ""
     if weighted is not None and (weighted.score is not None or thin):
@@ -101,6 +106,8 @@ def render_markdown(record: RunRecord) -> str:
     lines += ["", "## Targets", ""]
     if record.targets:
         lines += _target_rows(record.targets, record.scorecard)
+    elif record.status != "completed":
+        lines.append("Not evaluated: the run is not scored yet.")
     else:
         lines.append("No targets.")
     lines += ["", "Counts: n scored, skipped and failed cases. Intervals: 95% bootstrap.", ""]

@@ -57,7 +57,8 @@ def dataset_stats(cases: list[Case]) -> dict[str, Any]:
 
 
 def run_stats(record: RunRecord, results: list[CaseResult], scores: list[Score]) -> dict[str, Any]:
-    latencies = [r.latency_ms for r in results if r.latency_ms is not None]
+    # answered cases only, as the scorecard's latency metrics (a failure's time is not one)
+    latencies = [r.latency_ms for r in results if r.status == "ok" and r.latency_ms is not None]
     coverage: dict[str, dict[str, int]] = {}
     for score in scores:
         entry = coverage.setdefault(score.metric, {"ok": 0, "skipped": 0, "failed": 0})

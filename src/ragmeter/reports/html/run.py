@@ -105,6 +105,12 @@ def scorecard_section(record: RunRecord) -> str:
     """A table a perspective: every metric with its value, interval bar, 95% interval and
     counts; headline metrics first and bold."""
     groups = by_perspective(record)
+    if not groups and record.status != "completed":
+        return (
+            '<section id="scorecard"><h2>Scorecard</h2><p class="fail">Not finished: the run is '
+            f"{esc(record.status)} and not scored yet; finish it with <code>ragmeter eval "
+            f"--resume {esc(record.id)}</code>.</p></section>"
+        )
     if not groups:
         return '<section id="scorecard"><h2>Scorecard</h2><p>No scorecard.</p></section>'
     parts = ['<section id="scorecard"><h2>Scorecard by perspective</h2>']
@@ -137,6 +143,11 @@ def _target_status(result: TargetResult) -> str:
 
 
 def targets_section(record: RunRecord) -> str:
+    if not record.targets and record.status != "completed":
+        return (
+            '<section id="targets"><h2>Targets</h2><p>Not evaluated: the run is not scored '
+            "yet.</p></section>"
+        )
     if not record.targets:
         return '<section id="targets"><h2>Targets</h2><p>No targets.</p></section>'
     rows = "".join(
@@ -218,13 +229,15 @@ def _cost_text(performance: dict[str, Any]) -> str:
 
 
 def performance_section(record: RunRecord, results: Sequence[CaseResult]) -> str:
-    latencies = [r.latency_ms for r in results if is_finite(r.latency_ms)]
+    # answered cases only, as the scorecard's latency metrics (a failure's time is not one)
+    latencies = [r.latency_ms for r in results if r.status == "ok" and is_finite(r.latency_ms)]
     parts = ['<section id="latency"><h2>Latency and cost</h2>']
     if latencies:
         parts.append(
             "<figure>"
             + histogram(latencies, "end-to-end latency per case", "ms")
-            + f"<figcaption class='note'>{len(latencies)} cases with a latency.</figcaption>"
+            + f"<figcaption class='note'>{len(latencies)} answered cases with a latency."
+            "</figcaption>"
             "</figure>"
         )
     else:
