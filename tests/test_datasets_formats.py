@@ -162,6 +162,42 @@ def test_ragas_import_eval_export_through_the_cli(tmp_path: Path, fmt: str) -> N
     assert got == want
 
 
+@pytest.mark.parametrize("fmt", ["ragas", "deepeval"])
+def test_a_native_run_exported_and_imported_keeps_its_retrieval_scores(
+    tmp_path: Path, fmt: str
+) -> None:
+    """The bundled demo (gold passages by chunk id, with snippets) exported as ragas/deepeval
+    rows, imported and replayed: the gold contexts are the retrieved chunks' texts, so every
+    hit is still a hit (a snippet as the gold context never matched: recall read 0.000)."""
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run(
+            [sys.executable, "-m", "ragmeter", *args, "--store", "runs.db"],
+            capture_output=True, text=True, timeout=300, cwd=tmp_path,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        return done
+
+    def card(name: str) -> dict[str, float | None]:
+        document = json.loads((tmp_path / "out" / f"{name}.json").read_text(encoding="utf-8"))
+        return {m["name"]: m["value"] for m in document["scorecard"]["metrics"]}
+
+    common = ["--metrics", "retrieval", "--no-progress", "--output-dir", "out"]
+    cli("eval", *common, "--output", "native")
+    run_id = json.loads((tmp_path / "out" / "native.json").read_text())["id"]
+    cli("export", run_id, "--format", fmt, "-o", "rows.jsonl")
+    done = subprocess.run(
+        [sys.executable, "-m", "ragmeter", "datasets", "import", fmt, "rows.jsonl", "back"],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    cli("eval", "-d", "back/cases.jsonl", "--target", "replay:back/responses.jsonl", *common,
+        "--output", "again")  # fmt: skip
+    native, again = card("native"), card("again")
+    for name in ("recall_at_5", "hit_rate_at_5", "mrr"):
+        assert native[name] is not None and again[name] == pytest.approx(native[name]), name
+
+
 def test_interop_problems_name_the_row_and_field(tmp_path: Path) -> None:
     source = tmp_path / "bad.jsonl"
     source.write_text(json.dumps({"input": "q", "retrieval_context": "not a list"}) + "\n" + "{}\n")

@@ -31,7 +31,7 @@ from typing import Any
 from ragmeter.datasets.jsonl import read_text
 from ragmeter.datasets.problems import DatasetError, Problem
 from ragmeter.datasets.rows import read_rows
-from ragmeter.models import Case, CaseResult
+from ragmeter.models import Case, CaseResult, Response
 
 INTEROP_FORMATS = ("ragas", "deepeval")
 # format -> our role -> the accepted column names, preferred (exported) name first
@@ -178,11 +178,27 @@ def load_deepeval(argument: str) -> list[Case]:
     return import_rows("deepeval", argument)[0]
 
 
-def _reference_contexts(case: Case) -> list[str]:
+def _reference_contexts(case: Case, response: Response | None) -> list[str]:
+    """The case's gold contexts as texts. Imported ones are kept; otherwise a gold passage the
+    run retrieved is written as that chunk's text, which is what a re-import matches the
+    retrieved texts by (a snippet would never match, and every hit would read as a miss), and
+    one it did not retrieve as its snippets."""
     stored = case.metadata.get("reference_contexts")
     if isinstance(stored, list):
         return [str(t) for t in stored]
-    return [s for p in case.gold_passages for s in p.snippets]
+    from ragmeter.metrics.retrieval import all_passages, case_level, matches
+
+    passages = all_passages(case)
+    level = case_level(passages)
+    ranked = sorted(
+        (response.retrieved if response is not None else []),
+        key=lambda c: c.rank if c.rank is not None else 1e9,
+    )
+    texts: list[str] = []
+    for passage in passages:
+        found = next((c.text for c in ranked if c.text and matches(passage, c, level)), None)
+        texts += [found] if found is not None else list(passage.snippets)
+    return list(dict.fromkeys(texts))
 
 
 def _rows(fmt: str, cases: list[Case], results: list[CaseResult]) -> list[dict[str, Any]]:
@@ -199,7 +215,7 @@ def _rows(fmt: str, cases: list[Case], results: list[CaseResult]) -> list[dict[s
             row[names["retrieved"][0]] = [c.text for c in ranked if c.text is not None]
         if case.reference_answer is not None:
             row[names["reference"][0]] = case.reference_answer
-        gold = _reference_contexts(case)
+        gold = _reference_contexts(case, response)
         if gold:
             row[names["gold"][0]] = gold
         extra = case.metadata.get("source_fields")
