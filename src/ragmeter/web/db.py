@@ -17,8 +17,10 @@ from typing import Any
 from urllib.parse import quote
 
 from ragmeter.errors import StoreError
+from ragmeter.metrics.base import NOT_REPORTED
 from ragmeter.models import Case, CaseResult, MetricSummary, RunRecord, Score
 from ragmeter.reports.case_details import is_low
+from ragmeter.scoring.repeats import base_id
 from ragmeter.store import rows
 from ragmeter.store.lock import holder_pid
 
@@ -187,8 +189,10 @@ class ReadOnlyStore:
         }
 
     def latencies(self, run_id: str) -> list[float]:
+        """The answered cases' latencies (as the scorecard reads them: a failure's is not one)."""
         found = self.db.execute(
-            "SELECT latency_ms FROM responses WHERE run_id = ? AND latency_ms IS NOT NULL",
+            "SELECT latency_ms FROM responses"
+            " WHERE run_id = ? AND status = 'ok' AND latency_ms IS NOT NULL",
             (run_id,),
         )
         return [v for v in (float(row[0]) for row in found) if math.isfinite(v)]
@@ -352,6 +356,21 @@ class ReadOnlyStore:
                 labels.setdefault(metric, {})[case_id] = label == "true"
         return values, labels
 
+    def missed(self, run_id: str) -> dict[str, set[str]]:
+        """Metric -> the cases (repeats folded to their case) it failed on or the target did not
+        report for: what a comparison of the scored cases leaves out, as
+        :meth:`ragmeter.scoring.compare.RunScores.from_store` reads them."""
+        missed: dict[str, set[str]] = {}
+        found = self.db.execute(
+            "SELECT case_id, metric FROM scores WHERE run_id = ? AND NOT"
+            " (status = 'ok' AND value IS NOT NULL) AND (status = 'failed'"
+            " OR substr(coalesce(reason, ''), 1, ?) = ?) ORDER BY rowid",
+            (run_id, len(NOT_REPORTED), NOT_REPORTED),
+        )
+        for case_id, metric in found:
+            missed.setdefault(metric, set()).add(base_id(case_id))
+        return missed
+
 
 def _json_list(text: Any) -> list[Any]:
     try:
@@ -377,6 +396,14 @@ def _run_row(row: sqlite3.Row) -> dict[str, Any]:
         "weighted_score": float(weighted) if isinstance(weighted, int | float) else None,
         "targets_passed": sum(t.get("status") == "pass" for t in targets),
         "targets_failed": [str(t.get("metric")) for t in targets if t.get("status") == "fail"],
+        "targets_not_measured": [
+            str(t.get("metric"))
+            for t in targets
+            if t.get("status") == "not_measured" and not t.get("optional")
+        ],
+        "targets_optional_not_measured": sum(
+            t.get("status") == "not_measured" and bool(t.get("optional")) for t in targets
+        ),
     }
 
 

@@ -15,7 +15,7 @@ from ragmeter.reports.html.format import (
     number,
     p_text,
 )
-from ragmeter.scoring.compare import Comparison
+from ragmeter.scoring.compare import Comparison, MetricComparison
 from ragmeter.scoring.pareto import ParetoPoint
 from ragmeter.web.charts import pareto_chart
 from ragmeter.web.html import (
@@ -39,6 +39,19 @@ def _run_link(run: dict[str, Any]) -> str:
     return f'<a href="{esc(run_url(run["id"]))}">{esc(run["name"])}</a>'
 
 
+def _targets_text(run: dict[str, Any]) -> str:
+    """``2 pass, 1 fail, 3 not measured, 2 optional not measured``: a run whose targets were
+    not measured never reads as a bare ``0 pass``."""
+    parts = [f"{run['targets_passed']} pass"]
+    if run["targets_failed"]:
+        parts.append(f"{len(run['targets_failed'])} fail")
+    if run["targets_not_measured"]:
+        parts.append(f"{len(run['targets_not_measured'])} not measured")
+    if run["targets_optional_not_measured"]:
+        parts.append(f"{run['targets_optional_not_measured']} optional not measured")
+    return ", ".join(parts)
+
+
 def runs_page(document: dict[str, Any]) -> str:
     filters = document["filters"]
     status_options = [("", "any status"), *((s, s) for s in STATUSES)]
@@ -53,8 +66,8 @@ def runs_page(document: dict[str, Any]) -> str:
     )
     rows = []
     for run in document["runs"]:
-        failed = run["targets_failed"]
-        targets = f"{run['targets_passed']} pass" + (f", {len(failed)} fail" if failed else "")
+        failed, unmeasured = run["targets_failed"], run["targets_not_measured"]
+        targets = _targets_text(run)
         box = (
             f'<input type="checkbox" name="runs" value="{esc(run["id"])}"'
             f' aria-label="Select run {esc(run["name"])} ({esc(run["id"])}) for comparison">'
@@ -70,7 +83,7 @@ def runs_page(document: dict[str, Any]) -> str:
             + cell(run["question_count"], "num")
             + cell(run["error_count"], "num bad" if run["error_count"] else "num")
             + cell(number(run["weighted_score"]), "num", ' data-role="weighted"')
-            + cell(targets, "bad" if failed else "")
+            + cell(targets, "bad" if failed or unmeasured else "", ' data-role="targets"')
             + "</tr>"
         )
     headers: list[Header] = [
@@ -117,7 +130,7 @@ def _comparison_table(document: dict[str, Any], show: str) -> str:
     quiet = 0
     for row in comparison.rows:
         changed = row.verdict in _VERDICT_CSS or (row.delta not in (None, 0.0))
-        if show != "all" and not changed:
+        if show != "all" and not changed and not row.gate_failure:
             quiet += 1
             continue
         arrow = "↑" if row.higher_is_better else "↓"
@@ -134,7 +147,7 @@ def _comparison_table(document: dict[str, Any], show: str) -> str:
             + cell(p_text(row.p_adjusted), "num", ' data-role="p-adjusted"')
             + cell(number(row.mde), "num", ' data-role="mde"')
             + cell(row.test)
-            + cell(row.verdict.replace("_", " "), _VERDICT_CSS.get(row.verdict, ""))
+            + _verdict_cell(row)
             + "</tr>"
         )
     headers: list[Header] = [
@@ -158,7 +171,38 @@ def _comparison_table(document: dict[str, Any], show: str) -> str:
         "are its change over the shared cases"
         + (f"; {quiet} metrics with no difference hidden" if quiet else "")
     )
-    return table(headers, rows, caption=caption, css="compare")
+    return _not_compared(comparison) + table(headers, rows, caption=caption, css="compare")
+
+
+def _verdict_cell(row: MetricComparison) -> str:
+    """The verdict, or for a gated metric a gate cannot pass on (paired on too few cases, not
+    paired) "not compared" with the reason, as the HTML comparison report shows it."""
+    if row.gate_failure:
+        return cell(f"not compared: {row.gate_failure}", "bad", ' data-role="verdict"')
+    verdict = row.verdict.replace("_", " ")
+    return cell(verdict, _VERDICT_CSS.get(row.verdict, ""), ' data-role="verdict"')
+
+
+def _not_compared(comparison: Comparison) -> str:
+    """The gated metrics a gate cannot pass on, with why (as ``ragmeter compare``'s NOT
+    COMPARED lines and the HTML comparison report), and the metrics in one run only."""
+    parts = []
+    failures = comparison.gate_failures
+    if failures:
+        items = "".join(f"<li>{esc(metric)}: {esc(reason)}</li>" for metric, reason in failures)
+        parts.append(
+            f'<p class="bad" data-role="not-compared">{len(failures)} gated metric(s) not '
+            f"compared: a gate fails on them (coverage floor {comparison.coverage_floor:g})."
+            f'</p><ul class="uncompared">{items}</ul>'
+        )
+    for side, metrics in (
+        ("baseline", comparison.only_in_baseline),
+        ("candidate", comparison.only_in_candidate),
+    ):
+        if metrics:
+            shown = ", ".join(f"{esc(m.metric)} {number(m.value)}" for m in metrics)
+            parts.append(f'<p class="muted">Only in the {side} (not compared): {shown}.</p>')
+    return "".join(parts)
 
 
 def _flips(comparison: dict[str, Any], limit: int = 30) -> str:

@@ -73,12 +73,13 @@ def _targets(record: RunRecord) -> str:
         f'<tr data-metric="{esc(t.metric)}"><th scope="row">{esc(t.metric)}</th>'
         + cell(f"{t.op} {t.threshold:g}", "num")
         + cell(target_value(t, record.scorecard), "num", ' data-role="value"')
-        + cell(t.status.replace("_", " "), _STATUS_CSS.get(t.status, ""))
+        + cell(t.status.replace("_", " "), _STATUS_CSS.get(t.status, ""), ' data-role="status"')
+        + cell(t.reason or "", "text", ' data-role="reason"')
         + cell("optional" if t.optional else "")
         + "</tr>"
         for t in record.targets
     ]
-    return table(["metric", ("target", "num"), ("value", "num"), "status", ""], rows)
+    return table(["metric", ("target", "num"), ("value", "num"), "status", "why", ""], rows)
 
 
 def _breakdown_metrics(record: RunRecord) -> list[str]:

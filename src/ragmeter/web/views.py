@@ -7,6 +7,7 @@ import math
 from dataclasses import asdict
 from typing import Any
 
+from ragmeter.config import DEFAULT_ALPHA, DEFAULT_MARGIN, DEFAULT_SEED
 from ragmeter.metrics.base import PERSPECTIVES
 from ragmeter.metrics.retrieval import all_passages, case_level, matches, ranked_chunks
 from ragmeter.models import Case, CaseResult, MetricSummary, RunRecord, Score
@@ -14,6 +15,7 @@ from ragmeter.redaction import redact_text
 from ragmeter.reports.pareto import pareto_points
 from ragmeter.reports.perspectives import by_perspective
 from ragmeter.scoring.compare import RunScores, compare_runs
+from ragmeter.scoring.power import DEFAULT_COVERAGE_FLOOR
 from ragmeter.web.charts import histogram_bins
 from ragmeter.web.db import NotFound, Page, ReadOnlyStore
 
@@ -27,7 +29,8 @@ def summary_json(summary: MetricSummary) -> dict[str, Any]:
 
 
 def run_summary(record: RunRecord) -> dict[str, Any]:
-    """A runs-list row."""
+    """A runs-list row: the targets passed (a count), failed and not measured (the required
+    ones by name; the optional ones a count)."""
     failed = [t.metric for t in record.targets if t.status == "fail"]
     return {
         "id": record.id,
@@ -41,13 +44,29 @@ def run_summary(record: RunRecord) -> dict[str, Any]:
         "weighted_score": record.weighted_score.score if record.weighted_score else None,
         "targets_passed": sum(t.status == "pass" for t in record.targets),
         "targets_failed": failed,
+        # a required target not measured fails a gate; an optional one does not
+        "targets_not_measured": [
+            t.metric for t in record.targets if t.status == "not_measured" and not t.optional
+        ],
+        "targets_optional_not_measured": sum(
+            t.status == "not_measured" and t.optional for t in record.targets
+        ),
     }
 
 
+def checked(name: str, value: str | None, valid: list[str] | tuple[str, ...]) -> str | None:
+    """``value`` of the query parameter ``name`` if it is one of ``valid`` (None if absent or
+    empty: no filter); else a ValueError (a 400) naming the parameter and the valid values, so
+    a mistyped filter never shows an unfiltered list as if it were filtered."""
+    if not value or value in valid:
+        return value or None
+    choices = ", ".join(valid) if valid else "(none)"
+    raise ValueError(f"invalid {name}={value!r}: use one of {choices}")
+
+
 def runs_view(store: ReadOnlyStore, query: dict[str, str]) -> tuple[dict[str, Any], Page]:
-    status = query.get("status") or None
     filters = {
-        "status": status if status in STATUSES else None,
+        "status": checked("status", query.get("status"), STATUSES),
         "dataset": query.get("dataset") or None,
         "q": (query.get("q") or "").strip() or None,
     }
@@ -74,13 +93,13 @@ def page_number(query: dict[str, str]) -> int:
 
 
 def case_filters(query: dict[str, str], record: RunRecord) -> dict[str, str | None]:
-    names = {m.name for m in record.scorecard.metrics} if record.scorecard else set()
-    failing = query.get("failing") or None
-    status = query.get("status") or None
+    """The case table's filters (ValueError for a status or failing value it does not know:
+    :func:`checked`). ``failing``: ``any`` or one of the run's metric names."""
+    names = [m.name for m in record.scorecard.metrics] if record.scorecard else []
     return {
-        "status": status if status in CASE_STATUSES else None,
+        "status": checked("status", query.get("status"), CASE_STATUSES),
         "category": query.get("category") or None,
-        "failing": failing if failing == "any" or failing in names else None,
+        "failing": checked("failing", query.get("failing"), ["any", *names]),
     }
 
 
@@ -297,9 +316,19 @@ def compared_ids(values: list[str]) -> tuple[list[str], bool]:
     return ids, len(values) > 1
 
 
+def run_scores(store: ReadOnlyStore, record: RunRecord) -> RunScores:
+    """A stored run's per-case values and the cases each metric failed or was not reported on
+    (``missed``), as ``ragmeter compare`` reads them (``RunScores.from_store``): a metric paired
+    on too few cases is not compared, never a believable verdict."""
+    scores = RunScores(record, *store.values(record.id))
+    scores.missed = store.missed(record.id)
+    return scores
+
+
 def compare_view(store: ReadOnlyStore, ids: list[str], by_created: bool = False) -> dict[str, Any]:
     """The comparisons of every run with the baseline: the first of ``ids``, or with
-    ``by_created`` the oldest."""
+    ``by_created`` the oldest; with ``ragmeter compare``'s defaults (alpha, margin, seed, Holm,
+    coverage floor 0.9), so ``/api/compare`` equals ``ragmeter compare --json``."""
     if len(ids) < 2:
         raise ValueError("pick two or more runs to compare (?runs=BASELINE,CANDIDATE)")
     if len(ids) > MAX_COMPARED:
@@ -307,10 +336,22 @@ def compare_view(store: ReadOnlyStore, ids: list[str], by_created: bool = False)
     records = [store.get_run(run_id) for run_id in ids]  # NotFound for an unknown id
     if by_created:
         records.sort(key=lambda r: (r.created_at, r.id))
-    scores = [RunScores(r, *store.values(r.id)) for r in records]
+    scores = [run_scores(store, r) for r in records]
     base = scores[0]
-    comparisons = [compare_runs(base, other) for other in scores[1:]]
-    points, dropped = pareto_points(records, None)
+    comparisons = [
+        compare_runs(
+            base,
+            other,
+            alpha=DEFAULT_ALPHA,
+            margin=DEFAULT_MARGIN,
+            seed=DEFAULT_SEED,
+            correction="holm",
+            coverage_floor=DEFAULT_COVERAGE_FLOOR,
+            require_shared=True,
+        )
+        for other in scores[1:]
+    ]
+    points, dropped = pareto_points(records, None, DEFAULT_COVERAGE_FLOOR)
     return {
         "runs": [run_summary(r) for r in records],
         "baseline": records[0].id,
