@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ragmeter.models import RunRecord
+from ragmeter.reports.html.compare import one_sided
 from ragmeter.reports.html.format import (
     CORRECTIONS,
     change,
@@ -171,7 +172,9 @@ def _comparison_table(document: dict[str, Any], show: str) -> str:
         "are its change over the shared cases"
         + (f"; {quiet} metrics with no difference hidden" if quiet else "")
     )
-    return _not_compared(comparison) + table(headers, rows, caption=caption, css="compare")
+    return one_sided(comparison, bad="bad", note="muted") + table(
+        headers, rows, caption=caption, css="compare"
+    )
 
 
 def _verdict_cell(row: MetricComparison) -> str:
@@ -181,28 +184,6 @@ def _verdict_cell(row: MetricComparison) -> str:
         return cell(f"not compared: {row.gate_failure}", "bad", ' data-role="verdict"')
     verdict = row.verdict.replace("_", " ")
     return cell(verdict, _VERDICT_CSS.get(row.verdict, ""), ' data-role="verdict"')
-
-
-def _not_compared(comparison: Comparison) -> str:
-    """The gated metrics a gate cannot pass on, with why (as ``ragmeter compare``'s NOT
-    COMPARED lines and the HTML comparison report), and the metrics in one run only."""
-    parts = []
-    failures = comparison.gate_failures
-    if failures:
-        items = "".join(f"<li>{esc(metric)}: {esc(reason)}</li>" for metric, reason in failures)
-        parts.append(
-            f'<p class="bad" data-role="not-compared">{len(failures)} gated metric(s) not '
-            f"compared: a gate fails on them (coverage floor {comparison.coverage_floor:g})."
-            f'</p><ul class="uncompared">{items}</ul>'
-        )
-    for side, metrics in (
-        ("baseline", comparison.only_in_baseline),
-        ("candidate", comparison.only_in_candidate),
-    ):
-        if metrics:
-            shown = ", ".join(f"{esc(m.metric)} {number(m.value)}" for m in metrics)
-            parts.append(f'<p class="muted">Only in the {side} (not compared): {shown}.</p>')
-    return "".join(parts)
 
 
 def _flips(comparison: dict[str, Any], limit: int = 30) -> str:

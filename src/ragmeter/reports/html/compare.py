@@ -139,22 +139,24 @@ def deltas_section(comparison: Comparison) -> str:
         "bootstrap interval (the band; the dashed line is 0). Tests: exact McNemar for 0/1 "
         "metrics, sign-flip permutation otherwise. A regression is significantly worse by at "
         "least the margin.</p>"
-        f"{_one_sided(comparison)}"
+        f"{one_sided(comparison)}"
         f'<div class="scroll"><table class="deltas"><thead><tr>{head}</tr></thead><tbody>'
         f"{''.join(_delta_row(r) for r in rows)}</tbody></table></div></section>"
     )
 
 
-def _one_sided(comparison: Comparison) -> str:
-    """The gated metrics a gate cannot pass on, and the metrics in one run only."""
+def one_sided(comparison: Comparison, bad: str = "fail", note: str = "note") -> str:
+    """The gated metrics a gate cannot pass on, with why (as ``ragmeter compare``'s NOT
+    COMPARED lines), and the metrics in one run only; ``bad`` and ``note`` are the page's CSS
+    classes for a failure and a note."""
     parts = []
     failures = comparison.gate_failures
     if failures:
         items = "".join(f"<li>{esc(metric)}: {esc(reason)}</li>" for metric, reason in failures)
         parts.append(
-            f'<p class="fail">{len(failures)} gated metric(s) not compared: a gate fails on '
-            f'them (coverage floor {comparison.coverage_floor:g}).</p><ul class="uncompared">'
-            f"{items}</ul>"
+            f'<p class="{bad}" data-role="not-compared">{len(failures)} gated metric(s) not '
+            f"compared: a gate fails on them (coverage floor {comparison.coverage_floor:g})."
+            f'</p><ul class="uncompared">{items}</ul>'
         )
     for side, metrics in (
         ("baseline", comparison.only_in_baseline),
@@ -162,8 +164,9 @@ def _one_sided(comparison: Comparison) -> str:
     ):
         if metrics:
             shown = ", ".join(f"{esc(m.metric)} {number(m.value)}" for m in metrics)
-            parts.append(f'<p class="note only-{side}">Only in the {side} (not compared): '
-                         f"{shown}.</p>")  # fmt: skip
+            parts.append(
+                f'<p class="{note} only-{side}">Only in the {side} (not compared): {shown}.</p>'
+            )
     return "".join(parts)
 
 
