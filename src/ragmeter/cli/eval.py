@@ -21,6 +21,7 @@ from ragmeter.cli.compat_options import seed002_options
 from ragmeter.cli.executor_options import executor_options
 from ragmeter.cli.noise_options import noise_options
 from ragmeter.cli.options import config_overrides, pairs, shared, target_spec, targets_file
+from ragmeter.cli.overrides import refuse_ignored_by_resume
 from ragmeter.cli.perspective import seed003_options, write_outputs
 from ragmeter.cli.running import run_with_progress
 from ragmeter.config import (
@@ -157,7 +158,7 @@ def eval_command(ctx: click.Context, /, **params: Any) -> None:
     With no options: the bundled demo dataset against the built-in reference pipeline, offline.
     """
     if params.get("resume"):
-        _refuse_ignored_by_resume(ctx, str(params["resume"]))
+        refuse_ignored_by_resume(ctx, str(params["resume"]))
     config = load_config(params["config_file"], config_overrides(ctx))
     if config.dry_run:
         _judge_estimate(config)
@@ -185,31 +186,6 @@ def eval_command(ctx: click.Context, /, **params: Any) -> None:
         failed = gate_failed or failed
     if failed:
         sys.exit(EXIT_GATE)
-
-
-# what a resumed run takes from this command line (the rest comes from the stored run)
-_RESUME_KEEPS = frozenset(
-    {
-        "resume", "store", "output_dir", "output", "executor", "ray_address", "no_progress",
-        "verbose", "gate", "baseline", "margin", "alpha", "coverage_floor", "save_trace",
-    }
-)  # fmt: skip
-
-
-def _refuse_ignored_by_resume(ctx: click.Context, run_id: str) -> None:
-    """Fail when options a resumed run would not apply were given on the command line: the
-    run finishes with the settings it was started with."""
-    ignored = [
-        param.opts[0] if param.opts else param.name or ""
-        for param in ctx.command.params
-        if param.name not in _RESUME_KEEPS
-        and ctx.get_parameter_source(param.name or "") == click.core.ParameterSource.COMMANDLINE
-    ]
-    if ignored:
-        fail(
-            f"--resume {run_id} finishes the run with the settings it was started with; "
-            f"{', '.join(ignored)} would be ignored: drop them, or start a new run"
-        )
 
 
 def _judge_estimate(config: EvalConfig) -> None:

@@ -101,3 +101,30 @@ def config_overrides(ctx: click.Context, only: set[str] | None = None) -> dict[s
         path, convert = CONFIG_FIELDS[name]
         _put(overrides, path, convert(value) if convert is not None else value)
     return overrides
+
+
+# what a resumed run takes from this command line (the rest comes from the stored run)
+_RESUME_KEEPS = frozenset(
+    {
+        "resume", "store", "output_dir", "output", "executor", "ray_address", "no_progress",
+        "verbose", "gate", "baseline", "margin", "alpha", "coverage_floor", "save_trace",
+    }
+)  # fmt: skip
+
+
+def refuse_ignored_by_resume(ctx: click.Context, run_id: str) -> None:
+    """Fail when options a resumed run would not apply were given on the command line: the
+    run finishes with the settings it was started with."""
+    from ragmeter.cli.app import fail
+
+    ignored = [
+        param.opts[0] if param.opts else param.name or ""
+        for param in ctx.command.params
+        if param.name not in _RESUME_KEEPS
+        and ctx.get_parameter_source(param.name or "") == ParameterSource.COMMANDLINE
+    ]
+    if ignored:
+        fail(
+            f"--resume {run_id} finishes the run with the settings it was started with; "
+            f"{', '.join(ignored)} would be ignored: drop them, or start a new run"
+        )
