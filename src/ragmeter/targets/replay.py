@@ -79,6 +79,8 @@ class RecordedIndex:
         self.row: dict[str, int] = {}
         self.lines = array("q")
         self.offsets = array("q")
+        # 1 for each line read for a case: a byte a line, not a set of a million ids
+        self.used = bytearray()
         self._fd: int | None = None
 
     def __len__(self) -> int:
@@ -91,6 +93,7 @@ class RecordedIndex:
         self.row[case_id] = len(self.lines)
         self.lines.append(line)
         self.offsets.append(offset)
+        self.used.append(0)
 
     def line_of(self, case_id: str) -> int:
         return self.lines[self.row[case_id]]
@@ -101,6 +104,7 @@ class RecordedIndex:
         row = self.row.get(case_id)
         if row is None:
             return None
+        self.used[row] = 1
         if self._fd is None:
             self._fd = os.open(self.path, os.O_RDONLY)
         offset, line = self.offsets[row], self.lines[row]
@@ -223,13 +227,13 @@ class ReplayTarget:
             raise InputError("the replay target needs a path to a JSONL of recorded responses")
         self.path = Path(config.path)
         self.recorded = read_recorded(self.path)
-        self.asked: set[str] = set()
+        self.asked_any = False  # a case was asked (the run's own copy under Ray asks none)
 
     async def preflight(self) -> dict[str, Any]:
         return {"replay_file": str(self.path), "recorded": len(self.recorded)}
 
     async def query(self, case: Case) -> Response:
-        self.asked.add(case.case_id)
+        self.asked_any = True
         found = self.recorded.get(case.case_id)
         if found is None:
             raise TargetError(
@@ -262,9 +266,10 @@ class ReplayTarget:
     def unused_warning(self) -> str | None:
         """The warning about recorded lines no case asked for (None: every line was asked, or
         no case at all, as for the run's own copy of the target under Ray)."""
-        if not self.asked:
+        if not self.asked_any:
             return None
-        unused = [case_id for case_id in self.recorded.row if case_id not in self.asked]
+        used = self.recorded.used
+        unused = [case_id for case_id, row in self.recorded.row.items() if not used[row]]
         if not unused:
             return None
         shown = ", ".join(repr(case_id[:60]) for case_id in unused[:_UNUSED_SHOWN])
@@ -279,7 +284,7 @@ class ReplayTarget:
     async def aclose(self) -> None:
         self.recorded.close()
         warning = self.unused_warning()
-        self.asked.clear()  # warned once, even if closed again
+        self.asked_any = False  # warned once, even if closed again
         if warning is not None:
             sys.stderr.write(warning + "\n")
             sys.stderr.flush()
