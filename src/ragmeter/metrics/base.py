@@ -138,6 +138,12 @@ def _is_unanswerable(case: Case, _: Response | None) -> bool:
 # not apply to ("case has no gold passages", "applies to unanswerable cases only")
 NOT_REPORTED = "target did not report"
 
+
+def lowers_coverage(status: str, reason: str | None) -> bool:
+    """A score that counts against its metric's coverage: failed, or skipped because the
+    target did not report what the metric reads."""
+    return status == "failed" or (reason or "").startswith(NOT_REPORTED)
+
 # input name -> (check, reason given when it does not hold)
 INPUTS: dict[str, tuple[Callable[[Case, Response | None], bool], str]] = {
     "reference_answer": (_has_reference, "case has no reference answer"),

@@ -46,7 +46,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from ragmeter.errors import InputError
-from ragmeter.metrics.base import NOT_REPORTED
+from ragmeter.metrics.base import lowers_coverage
 from ragmeter.models import MetricSummary, RunRecord
 from ragmeter.runfile import RunFile
 from ragmeter.scoring.power import (
@@ -101,7 +101,7 @@ class RunScores:
                 label = score.details.get("label")
                 if isinstance(label, bool):
                     labels.setdefault(score.metric, {})[score.case_id] = label
-            elif score.status == "failed" or (score.reason or "").startswith(NOT_REPORTED):
+            elif lowers_coverage(score.status, score.reason):
                 missed.setdefault(score.metric, set()).add(base_id(score.case_id))
         scores = cls(record, values, labels)
         scores.missed = missed
@@ -114,9 +114,8 @@ class RunScores:
         scores = cls(run_file.header, run_file.values(), run_file.labels())
         for case in run_file.cases or []:
             for metric, value in case.scores.items():
-                if isinstance(value, dict) and (
-                    value.get("status") == "failed"
-                    or (value.get("reason") or "").startswith(NOT_REPORTED)
+                if isinstance(value, dict) and lowers_coverage(
+                    str(value.get("status")), value.get("reason")
                 ):
                     scores.missed.setdefault(metric, set()).add(base_id(case.case_id))
         return scores

@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import quote
 
 from ragmeter.errors import StoreError
-from ragmeter.metrics.base import NOT_REPORTED
+from ragmeter.metrics.base import lowers_coverage
 from ragmeter.models import Case, CaseResult, MetricSummary, RunRecord, Score
 from ragmeter.reports.case_details import is_low
 from ragmeter.scoring.repeats import base_id
@@ -362,13 +362,13 @@ class ReadOnlyStore:
         :meth:`ragmeter.scoring.compare.RunScores.from_store` reads them."""
         missed: dict[str, set[str]] = {}
         found = self.db.execute(
-            "SELECT case_id, metric FROM scores WHERE run_id = ? AND NOT"
-            " (status = 'ok' AND value IS NOT NULL) AND (status = 'failed'"
-            " OR substr(coalesce(reason, ''), 1, ?) = ?) ORDER BY rowid",
-            (run_id, len(NOT_REPORTED), NOT_REPORTED),
+            "SELECT case_id, metric, status, reason FROM scores WHERE run_id = ? AND NOT"
+            " (status = 'ok' AND value IS NOT NULL) ORDER BY rowid",
+            (run_id,),
         )
-        for case_id, metric in found:
-            missed.setdefault(metric, set()).add(base_id(case_id))
+        for case_id, metric, status, reason in found:
+            if lowers_coverage(status, reason):
+                missed.setdefault(metric, set()).add(base_id(case_id))
         return missed
 
 
