@@ -55,6 +55,9 @@ DEFAULT_TOP_K = 5
 DEFAULT_TARGET_TIMEOUT_S = 30.0
 DEFAULT_CASE_TIMEOUT_S = 60.0
 DEFAULT_RELEVANCE_LEVEL = 1
+# the share of its cases a metric must be measured on (paired on, in a comparison) for a target
+# or a gate to rely on it
+DEFAULT_COVERAGE_FLOOR = 0.9
 # the highest relevance grade a gold passage can have (0-3, docs/datasets.md)
 MAX_RELEVANCE_GRADE = 3
 DEFAULT_NDCG_GAIN: Literal["linear", "exponential"] = "linear"
@@ -327,7 +330,7 @@ class EvalConfig(BaseModel):
     # the coverage below which a target is not measured, and how many times each case is
     # asked (per-case means feed the aggregates)
     failed_as: Literal["exclude", "zero", "worst"] = "exclude"
-    coverage_floor: float = Field(default=0.9, ge=0, le=1)
+    coverage_floor: float = Field(default=DEFAULT_COVERAGE_FLOOR, ge=0, le=1)
     repeats: int = Field(default=1, ge=1)
     breakdowns: list[str] = Field(default_factory=lambda: list(DEFAULT_BREAKDOWNS))
     # weighted score (seed 002): objective -> weight, objective -> feeds ("group:NAME" or a

@@ -11,6 +11,7 @@ import click
 
 from ragmeter.cli.app import console, error_context, errors, main
 from ragmeter.cli.options import shared
+from ragmeter.config import DEFAULT_COVERAGE_FLOOR
 from ragmeter.errors import EXIT_GATE
 from ragmeter.store.sqlite import RunStore
 
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
 @click.option(
     "--coverage-floor",
     type=click.FloatRange(0.0, 1.0),
-    default=0.9,
+    default=DEFAULT_COVERAGE_FLOOR,
     show_default=True,
     help="The share of the cases a gated metric must be paired on (the others failed or not "
     "reported) for the gate to rely on it; a run whose quality is measured on less cannot "

@@ -107,7 +107,7 @@ def _spread_from(store: str, source: str, metric: str) -> tuple[float, str, int]
 
     from ragmeter.cli.compare import _open_store
     from ragmeter.scoring.compare import RunScores
-    from ragmeter.scoring.power import has_spread
+    from ragmeter.scoring.power import difference_spread, has_spread
 
     references = [part.strip() for part in source.split(",") if part.strip()]
     if not 1 <= len(references) <= 2:
@@ -143,13 +143,11 @@ def _spread_from(store: str, source: str, metric: str) -> tuple[float, str, int]
         fail(f"the two runs share fewer than 2 cases scored on {metric!r}")
     first = np.array([values[0][c] for c in shared])
     second = np.array([values[1][c] for c in shared])
-    spread = float(np.std(second - first, ddof=1))
-    basis = f"paired differences of {runs[0].record.id} and {runs[1].record.id}"
-    if not has_spread(spread, float((second - first).mean())):
-        # identical runs: as compare's MDE, the runs' own spreads
-        spread = math.sqrt(float(np.var(first, ddof=1)) + float(np.var(second, ddof=1)))
-        basis = f"the own spreads of {runs[0].record.id} and {runs[1].record.id} (no paired one)"
-        center = max(abs(float(first.mean())), abs(float(second.mean())))
-        if not has_spread(spread, center):
-            fail(f"{metric} varies in neither run: no spread to plan with")
-    return spread, basis, len(shared)
+    found = difference_spread(first, second)  # as compare's MDE
+    if found is None:
+        fail(f"{metric} varies in neither run: no spread to plan with")
+    spread, kind = found
+    ids = f"{runs[0].record.id} and {runs[1].record.id}"
+    if kind == "paired":
+        return spread, f"paired differences of {ids}", len(shared)
+    return spread, f"the own spreads of {ids} (no paired one)", len(shared)

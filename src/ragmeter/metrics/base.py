@@ -144,6 +144,7 @@ def lowers_coverage(status: str, reason: str | None) -> bool:
     target did not report what the metric reads."""
     return status == "failed" or (reason or "").startswith(NOT_REPORTED)
 
+
 # input name -> (check, reason given when it does not hold)
 INPUTS: dict[str, tuple[Callable[[Case, Response | None], bool], str]] = {
     "reference_answer": (_has_reference, "case has no reference answer"),

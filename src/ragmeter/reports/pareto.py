@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
+from ragmeter.config import DEFAULT_COVERAGE_FLOOR
 from ragmeter.models import RunRecord
 from ragmeter.scoring.pareto import ParetoPoint, pareto_frontier
-from ragmeter.scoring.power import DEFAULT_COVERAGE_FLOOR
 
 # the methods table of `compare` shows these when the runs have them
 HEADLINE_METRICS = (

@@ -45,12 +45,12 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, Field
 
+from ragmeter.config import DEFAULT_COVERAGE_FLOOR
 from ragmeter.errors import InputError
 from ragmeter.metrics.base import lowers_coverage
 from ragmeter.models import MetricSummary, RunRecord
 from ragmeter.runfile import RunFile
 from ragmeter.scoring.power import (
-    DEFAULT_COVERAGE_FLOOR,
     DEFAULT_POWER,
     Correction,
     adjust_p_values,

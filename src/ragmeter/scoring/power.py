@@ -31,9 +31,6 @@ import numpy as np
 Correction = Literal["holm", "bh", "none"]
 CORRECTIONS: tuple[Correction, ...] = ("holm", "bh", "none")
 DEFAULT_POWER = 0.8
-# the share of the cases a gated metric must be paired on for a gate to rely on it (the
-# targets' ``coverage_floor`` default)
-DEFAULT_COVERAGE_FLOOR = 0.9
 SPREAD_TOLERANCE = 1e-12
 _NORMAL = NormalDist()
 
@@ -103,16 +100,27 @@ def minimum_detectable_effect(
     n = len(baseline)
     if n < 2:
         return None
+    found = difference_spread(baseline, candidate)
+    if found is None:
+        return None
+    sd, basis = found
+    return DetectableEffect(_z_sum(level, power) * sd / math.sqrt(n), sd, basis)
+
+
+def difference_spread(
+    baseline: np.ndarray[tuple[int], np.dtype[np.float64]],
+    candidate: np.ndarray[tuple[int], np.dtype[np.float64]],
+) -> tuple[float, Literal["paired", "independent"]] | None:
+    """The sd a change between two runs' paired per-case values (2 or more) is measured
+    against: that of the paired differences, or, where they do not vary (identical runs), the
+    runs' own spreads combined; None when neither varies."""
     diffs = candidate - baseline
     sd = float(np.std(diffs, ddof=1))
-    basis: Literal["paired", "independent"] = "paired"
-    if not has_spread(sd, float(np.mean(diffs))):
-        sd = math.sqrt(float(np.var(baseline, ddof=1)) + float(np.var(candidate, ddof=1)))
-        basis = "independent"
-        center = max(abs(float(np.mean(baseline))), abs(float(np.mean(candidate))))
-        if not has_spread(sd, center):
-            return None
-    return DetectableEffect(_z_sum(level, power) * sd / math.sqrt(n), sd, basis)
+    if has_spread(sd, float(np.mean(diffs))):
+        return sd, "paired"
+    sd = math.sqrt(float(np.var(baseline, ddof=1)) + float(np.var(candidate, ddof=1)))
+    center = max(abs(float(np.mean(baseline))), abs(float(np.mean(candidate))))
+    return (sd, "independent") if has_spread(sd, center) else None
 
 
 def cases_needed(effect: float, sd: float, level: float, power: float = DEFAULT_POWER) -> int:

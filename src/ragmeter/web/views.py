@@ -7,7 +7,7 @@ import math
 from dataclasses import asdict
 from typing import Any
 
-from ragmeter.config import DEFAULT_ALPHA, DEFAULT_MARGIN, DEFAULT_SEED
+from ragmeter.config import DEFAULT_ALPHA, DEFAULT_COVERAGE_FLOOR, DEFAULT_MARGIN, DEFAULT_SEED
 from ragmeter.metrics.base import PERSPECTIVES
 from ragmeter.metrics.retrieval import all_passages, case_level, matches, ranked_chunks
 from ragmeter.models import Case, CaseResult, MetricSummary, RunRecord, Score
@@ -15,7 +15,6 @@ from ragmeter.redaction import redact_text
 from ragmeter.reports.pareto import pareto_points
 from ragmeter.reports.perspectives import by_perspective
 from ragmeter.scoring.compare import RunScores, compare_runs
-from ragmeter.scoring.power import DEFAULT_COVERAGE_FLOOR
 from ragmeter.web.charts import histogram_bins
 from ragmeter.web.db import NotFound, Page, ReadOnlyStore
 
