@@ -17,14 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ragmeter.datasets.jsonl import case_id_of, read_text
+from ragmeter.datasets.jsonl import DUPLICATE_KEY, case_id_of, read_text
 from ragmeter.datasets.problems import DatasetError, Problem
 
 __all__ = ["JsonDocument", "json_records", "read_json_document"]
 
 _SPACE = re.compile(r"[ \t\n\r]*")
 _PLAIN = json.JSONDecoder()
-DUPLICATE = "key given twice in one object (JSON would silently keep the last)"
 
 
 @dataclass
@@ -131,7 +130,7 @@ def duplicate_problems(document: JsonDocument) -> list[Problem]:
     for _, offset, keys in document.duplicates:
         line = document.line_of(offset) if offset >= 0 else None
         field = ".".join(str(key) for key in keys) or None
-        problems.append(Problem(str(document.path), line, field, DUPLICATE))
+        problems.append(Problem(str(document.path), line, field, DUPLICATE_KEY))
     return problems
 
 
@@ -200,7 +199,7 @@ def json_records(path: Path, list_keys: tuple[str, ...]) -> list[tuple[int, Any]
         else:  # outside every record (e.g. two 'cases' keys)
             inside = keys
         field = ".".join(str(key) for key in inside) or None
-        problems.append(Problem(str(path), line, field, DUPLICATE, case_id))
+        problems.append(Problem(str(path), line, field, DUPLICATE_KEY, case_id))
     if problems:
         raise DatasetError(problems)
     return list(zip(lines, records, strict=True))

@@ -23,6 +23,8 @@ from typing import Any
 from ragmeter.datasets.problems import Problem
 from ragmeter.errors import InputError
 
+DUPLICATE_KEY = "key given twice in one object (JSON would silently keep the last)"
+
 # no case needs deeper data, and the JSON serialiser of the run store refuses ~250 levels
 MAX_DEPTH = 100
 
@@ -100,7 +102,7 @@ def loads_line(line: str) -> tuple[Any, list[Finding]]:
                 findings.append(
                     Finding(
                         _path(where, key),
-                        "key given twice in one object (JSON would silently keep the last)",
+                        DUPLICATE_KEY,
                     )
                 )
     return value, findings
