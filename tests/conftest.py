@@ -18,6 +18,23 @@ SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 DATASETS = SHARED / "datasets"
 
 
+# the installed versions of the dependencies whose behaviour the tests pin down, printed in the
+# session header so a failure can be read against them (CI installs the newest allowed)
+HEADER_PACKAGES = ("PyYAML", "pydantic", "numpy", "httpx", "click", "rich", "onnxruntime")
+
+
+def pytest_report_header() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = []
+    for name in HEADER_PACKAGES:
+        try:
+            found.append(f"{name} {version(name)}")
+        except PackageNotFoundError:
+            found.append(f"{name} absent")
+    return "dependencies: " + ", ".join(found)
+
+
 @pytest.fixture(autouse=True)
 def _registrations_end_with_the_test() -> Iterator[None]:
     """A test's ``registry.register`` calls are undone after it: the registry is process-wide,
