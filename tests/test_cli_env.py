@@ -102,7 +102,7 @@ def test_ragmeter_store_is_honoured_by_every_command(in_tmp: Path) -> None:
         env={**os.environ, **env},
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=600,
     )
     assert script.returncode == 0 and run_id in script.stdout, script.stderr
     assert not (in_tmp / ".ragmeter").exists()

@@ -36,7 +36,7 @@ def validate_cli(path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
         capture_output=True,
         text=True,
         cwd=path.parent,
-        timeout=120,
+        timeout=600,
     )
 
 

@@ -207,7 +207,7 @@ def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
         capture_output=True,
         text=True,
         cwd=cwd,
-        timeout=120,
+        timeout=600,
     )
 
 

@@ -226,7 +226,7 @@ def test_import_command_writes_cases_and_replayable_responses(tmp_path: Path) ->
     source.write_text(json.dumps(RAGAS), encoding="utf-8")
     run = subprocess.run(
         [sys.executable, "-m", "ragmeter", "datasets", "import", "ragas", str(source), "out"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        cwd=tmp_path, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
     evaluated = subprocess.run(

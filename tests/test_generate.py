@@ -450,14 +450,14 @@ def test_generate_then_eval_as_subprocesses(
     command = [sys.executable, "-m", "ragmeter"]
     done = subprocess.run(
         [*command, "generate", str(corpus), "--judge", server.spec, "-n", "5", "-o", str(out)],
-        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120,
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "generated 5 of 5 cases" in done.stdout and len(out.read_text().splitlines()) == 5
     done = subprocess.run(
         [*command, "eval", "--dataset", str(out), "--corpus", str(corpus),
          "--metrics", "retrieval"],
-        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120,
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "recall_at_5" in done.stdout and "questions: 5 · errors: 0" in done.stdout

@@ -165,6 +165,7 @@ def test_number_normalisation() -> None:
     assert values("3 m tall") == ["3"]  # a lone letter is not a scale after a space
 
 
+@settings(deadline=None)
 @given(st.integers(min_value=0, max_value=10**12))
 def test_number_parser_round_trips_integers(n: int) -> None:
     with_commas = f"{n:,}"
@@ -175,6 +176,7 @@ def test_number_parser_round_trips_integers(n: int) -> None:
     assert plain.normalized == grouped.normalized == str(n)
 
 
+@settings(deadline=None)
 @given(st.decimals(min_value=0, max_value=10**6, places=2, allow_nan=False))
 def test_number_parser_percent_and_decimals(d: object) -> None:
     text = f"{d}"
@@ -184,6 +186,7 @@ def test_number_parser_percent_and_decimals(d: object) -> None:
     assert same_value(percent.value, float(text)) and percent.normalized == words.normalized
 
 
+@settings(deadline=None)
 @given(st.text(max_size=200))
 def test_number_parser_never_crashes(text: str) -> None:
     for mention in extract_numbers(text):

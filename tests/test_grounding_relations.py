@@ -279,7 +279,7 @@ def test_questions_and_relations_through_the_cli(tmp_path: Path) -> None:
         ],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=600,
         cwd=tmp_path,
     )
     assert shown.returncode == 0, shown.stderr

@@ -45,7 +45,8 @@ class JudgeServer:
 
     def __init__(self, script: Script, delay_s: float = 0.0) -> None:
         self.script = script
-        self.delay_s = delay_s
+        self.delay_s = delay_s  # each reply waits this long (or until the server closes)
+        self.closing = threading.Event()
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         outer = self
@@ -59,7 +60,7 @@ class JudgeServer:
                 outer.requests.append(body)
                 outer.headers.append(dict(self.headers))
                 if outer.delay_s:
-                    time.sleep(outer.delay_s)
+                    outer.closing.wait(outer.delay_s)
                 status, headers, payload = outer.script(body)
                 data = (payload if isinstance(payload, str) else json.dumps(payload)).encode()
                 try:
@@ -77,6 +78,7 @@ class JudgeServer:
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
 
     def close(self) -> None:
+        self.closing.set()
         self.httpd.shutdown()
         self.httpd.server_close()
 
@@ -239,7 +241,8 @@ def test_429_honours_retry_after_then_succeeds(serve: Any) -> None:
 
 
 def test_timeout_is_retried_then_reported(serve: Any) -> None:
-    server = serve(lambda body: completion('{"score": 1}'), delay_s=1.0)
+    # the server answers after 300 s: only the 0.2 s judge timeout ends each try
+    server = serve(lambda body: completion('{"score": 1}'), delay_s=300.0)
     judge = OpenAICompatJudge(
         f"{server.url}/v1", "m", api_key_env=None, timeout_s=0.2, max_retries=1, backoff_base_s=0.01
     )
@@ -896,7 +899,7 @@ def test_dry_run_estimates_without_asking(tmp_path: Path) -> None:
         ],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=600,
         cwd=tmp_path,
     )
     assert result.returncode == 0, result.stderr

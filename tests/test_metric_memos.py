@@ -10,7 +10,7 @@ import re
 from collections import Counter
 from typing import Any
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragmeter.metrics import MetricSettings, resolve_metrics
@@ -123,6 +123,7 @@ def test_shared_details_key_types_and_limit() -> None:
 tokens = st.lists(st.sampled_from(["a", "b", "c", "days", "25", "leave"]), max_size=12)
 
 
+@settings(deadline=None)
 @given(tokens, tokens)
 def test_common_tokens_is_the_counter_intersection(left: list[str], right: list[str]) -> None:
     assert _common_tokens(left, right) == sum((Counter(left) & Counter(right)).values())
@@ -144,6 +145,7 @@ def counter_f1(prediction: str, reference: str) -> float:
 words = st.lists(st.sampled_from(["The", "a", "days", "25", "leave,", "Leave", "x"]), max_size=9)
 
 
+@settings(deadline=None)
 @given(words, words)
 def test_token_f1_equals_the_counter_computation(
     prediction: list[str], reference: list[str]
@@ -167,6 +169,7 @@ answers = st.one_of(
 phrase_lists = st.sampled_from([(), ("no data",), ("piano", "i don't know"), ("",)])
 
 
+@settings(deadline=None)
 @given(answers, phrase_lists)
 def test_abstention_pre_check_gives_the_first_phrase_of_the_list(
     answer: str, phrases: tuple[str, ...]

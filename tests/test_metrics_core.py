@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragmeter.metrics import MetricSettings, resolve_metrics, score_case
@@ -200,6 +200,7 @@ def test_squad_normalisation_and_f1_by_hand() -> None:
 words = st.lists(st.sampled_from(["a", "the", "cat", "Dog", "run", "12", "é", "ß"]), max_size=8)
 
 
+@settings(deadline=None)
 @given(words, words)
 def test_token_f1_is_bounded_symmetric_and_one_on_identity(a: list[str], b: list[str]) -> None:
     x, y = " ".join(a), " ".join(b)

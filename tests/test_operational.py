@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import threading
 import types
 from collections.abc import Iterator
 from pathlib import Path
@@ -263,14 +264,17 @@ def test_python_hook_async_none_error_and_absent(module: types.ModuleType) -> No
     record = stats_of(target) or {}
     assert record["status"] == "failed" and "RuntimeError: index is locked" in record["reason"]
 
-    def slow() -> dict[str, int]:
-        import time
+    release = threading.Event()
 
-        time.sleep(1.0)
+    def slow() -> dict[str, int]:
+        release.wait(300)  # a hook that hangs (let go once the check is done)
         return {}
 
     module.index_stats = slow  # type: ignore[attr-defined]
-    record = asyncio.run(fetch_index_stats(target, 0.1)) or {}
+    try:
+        record = asyncio.run(fetch_index_stats(target, 0.1)) or {}
+    finally:
+        release.set()
     assert record["status"] == "failed" and "no index stats within 0.1s" in record["reason"]
 
 

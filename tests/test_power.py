@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragmeter.models import MetricSummary, RunRecord, Scorecard
@@ -39,6 +39,7 @@ def test_corrections_by_hand() -> None:
     assert adjust_p_values([0.5, 0.9], "holm") == [1.0, 1.0]  # capped at 1
 
 
+@settings(deadline=None)
 @given(st.lists(st.floats(0.0, 1.0), min_size=1, max_size=30))
 def test_corrections_keep_order_and_bounds(p: list[float]) -> None:
     holm, bh = adjust_p_values(p, "holm"), adjust_p_values(p, "bh")

@@ -49,14 +49,15 @@ def test_concurrency_is_bounded_and_slow_cases_time_out(tmp_path: Path) -> None:
         in_flight += 1
         peak = max(peak, in_flight)
         try:
-            await asyncio.sleep(2.0 if question.endswith(" 3") else 0.01)
+            # a slow case would take 300 s; the others are done long before the case timeout
+            await asyncio.sleep(300.0 if question.endswith(" 3") else 0.01)
             return Response(answer=question, retrieved=[])
         finally:
             in_flight -= 1
 
     target = PythonTarget(TargetConfig(kind="python"), function=system)
     outcome = evaluate(
-        config(tmp_path, concurrency=4, case_timeout_s=0.3, samples=12, seed=1),
+        config(tmp_path, concurrency=4, case_timeout_s=1.0, samples=12, seed=1),
         cases=CASES,
         target=target,
     )

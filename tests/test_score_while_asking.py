@@ -4,11 +4,13 @@ last answer gives."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pickle
 import random
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -156,9 +158,27 @@ def test_scoring_follows_answers_stored_out_of_order(tmp_path: Path) -> None:
     config = after.record.config
     asked, stop = threading.Event(), threading.Event()
     outcome: dict[str, Any] = {}
+    # batches saved, and the most saved before a look of the follower that found nothing new
+    progress = {"saved": 0, "seen": 0}
+    changed = threading.Condition()
+    followed: list[str] = []  # the cases it took while the run was being asked, in turn
 
     def follow() -> None:
         own = RunStore(following.store)
+        answered_run = own.answered_run
+
+        def looked(*args: Any) -> Any:
+            with changed:
+                saved = progress["saved"]
+            found = answered_run(*args)
+            followed.extend(case.case_id for case in found[0])
+            if not found[0]:  # it has scored every answer of those batches it could
+                with changed:
+                    progress["seen"] = saved
+                    changed.notify_all()
+            return found
+
+        own.answered_run = looked  # type: ignore[method-assign]
         writer = RunFileWriter(tmp_path / "following.json")
         try:
             final = pipeline.score_following(own, "follow", following, stop, asked, writer.add, 3)
@@ -167,6 +187,8 @@ def test_scoring_follows_answers_stored_out_of_order(tmp_path: Path) -> None:
             outcome["error"] = exc
         finally:
             own.close()
+            with changed:
+                changed.notify_all()
 
     thread = threading.Thread(target=follow)
     thread.start()
@@ -174,10 +196,17 @@ def test_scoring_follows_answers_stored_out_of_order(tmp_path: Path) -> None:
     random.Random(3).shuffle(answers)
     for start in range(0, len(answers), 5):
         store.save_results("follow", answers[start : start + 5])
-        time.sleep(0.01)
+        with changed:  # the follower catches up before the next answers arrive
+            progress["saved"] += 1
+            caught_up = changed.wait_for(
+                lambda: progress["seen"] >= progress["saved"] or "error" in outcome, 120
+            )
+        assert caught_up, "the follower did not look at the store again"
     asked.set()
-    thread.join(60)
+    thread.join(300)  # a hang guard
     assert "error" not in outcome, outcome.get("error")
+    # every answer was taken while the answers arrived, each once and in case order
+    assert followed == [case.case_id for case in after.cases]
     assert _rows(following.store) == _rows(config["store"])
     assert store.get_run("follow").scorecard == after.record.scorecard
     store.close()
@@ -243,13 +272,13 @@ def test_a_scoring_process_whose_asker_is_gone_exits_and_leaves_its_scores(
     half, after = _half_asked_run(tmp_path)
     scoring = pipeline.ScoringProcess.start(half, "half", tmp_path / "half.json")
     assert scoring is not None
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 300  # a hang guard: the scoring process runs niced
     while _score_rows(half.store) < 10 * len(after.record.scorecard.metrics):
         assert time.monotonic() < deadline, "no scores from the scoring process"
         time.sleep(0.05)
     assert scoring.process.stdin is not None
     scoring.process.stdin.close()  # what the asker's death looks like from the other side
-    assert scoring.process.wait(10) == 0
+    assert scoring.process.wait(120) == 0  # a hang guard: it would wait for answers forever
     assert _score_rows(half.store) == 10 * len(after.record.scorecard.metrics)
 
 
@@ -261,38 +290,52 @@ def test_a_scoring_process_notices_its_asker_gone_though_a_fork_holds_the_pipe(
     half, _ = _half_asked_run(tmp_path)
     script = tmp_path / "asker.py"
     script.write_text(
-        "import os, sys, time, pickle\n"
+        "import os, sqlite3, sys, time, pickle\n"
         "from pathlib import Path\n"
         "from ragmeter.runner.pipeline import ScoringProcess\n"
         "config = pickle.loads(Path(sys.argv[1]).read_bytes())\n"
         "scoring = ScoringProcess.start(config, 'half', Path(sys.argv[2]))\n"
         "Path(sys.argv[3]).write_text(str(scoring.process.pid))\n"
-        "if os.fork() == 0:  # holds the scoring process's input, not the test's output\n"
+        "# it follows the run (its first scores are stored): it knows who its parent is\n"
+        "deadline = time.monotonic() + 300\n"
+        "while not sqlite3.connect(config.store).execute('SELECT COUNT(*) FROM scores')"
+        ".fetchone()[0]:\n"
+        "    if time.monotonic() > deadline:\n"
+        "        os._exit(3)\n"
+        "    time.sleep(0.05)\n"
+        "fork = os.fork()\n"
+        "if fork == 0:  # holds the scoring process's input, not the test's output\n"
         "    null = os.open(os.devnull, os.O_WRONLY)\n"
         "    os.dup2(null, 1)\n"
         "    os.dup2(null, 2)\n"
-        "    time.sleep(20)\n"
+        "    time.sleep(300)\n"
         "    os._exit(0)\n"
-        "time.sleep(2)\n"
+        "Path(sys.argv[4]).write_text(str(fork))\n"
         "os._exit(0)\n",
         encoding="utf-8",
     )
     (tmp_path / "config.pickle").write_bytes(pickle.dumps(half))
-    pid_file = tmp_path / "scoring.pid"
+    pid_file, fork_file = tmp_path / "scoring.pid", tmp_path / "fork.pid"
     # no pipes to the test: the scoring process and the fork inherit the asker's output
     arguments = [str(tmp_path / "config.pickle"), str(tmp_path / "h.json"), str(pid_file)]
     subprocess.run(
-        [sys.executable, str(script), *arguments],
+        [sys.executable, str(script), *arguments, str(fork_file)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        timeout=60,
+        timeout=600,
         check=True,
     )
-    scoring_pid = int(pid_file.read_text())
-    deadline = time.monotonic() + 10  # the fork holds the pipe for 20 s
-    while _alive(scoring_pid):
-        assert time.monotonic() < deadline, "the scoring process outlived its asker"
-        time.sleep(0.1)
+    scoring_pid, fork_pid = int(pid_file.read_text()), int(fork_file.read_text())
+    try:
+        # a hang guard: it looks for its parent between reads of the store (every 20 ms);
+        # without that, it would wait for the fork to let go of the pipe (300 s)
+        deadline = time.monotonic() + 60
+        while _alive(scoring_pid):
+            assert time.monotonic() < deadline, "the scoring process outlived its asker"
+            time.sleep(0.1)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(fork_pid, signal.SIGKILL)
 
 
 def _alive(pid: int) -> bool:

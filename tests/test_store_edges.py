@@ -10,8 +10,8 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -198,7 +198,7 @@ def test_create_false_opens_only_an_existing_store(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("other_records", ["numbered", "named"])
 def test_a_store_created_by_two_processes_at_once_is_migrated_once(
-    tmp_path: Path, other_records: str
+    tmp_path: Path, other_records: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = tmp_path / "runs.db"
     other = sqlite3.connect(path, isolation_level=None)
@@ -209,6 +209,16 @@ def test_a_store_created_by_two_processes_at_once_is_migrated_once(
         other.execute("CREATE TABLE schema_migrations (name TEXT PRIMARY KEY, applied_at TEXT)")
     other.execute("BEGIN IMMEDIATE")  # the other process is migrating right now
     outcome: list[object] = []
+    asking = threading.Event()  # set when the opener asks for the write lock
+    transaction = RunStore.transaction
+
+    @contextmanager
+    def noticed(store: RunStore) -> Iterator[None]:
+        asking.set()
+        with transaction(store):
+            yield
+
+    monkeypatch.setattr(RunStore, "transaction", noticed)
 
     def open_store() -> None:
         try:
@@ -218,7 +228,9 @@ def test_a_store_created_by_two_processes_at_once_is_migrated_once(
 
     opener = threading.Thread(target=open_store)
     opener.start()
-    time.sleep(0.5)  # it has seen no migration applied and waits for the write lock
+    # it has seen no migration applied and waits for the write lock
+    assert asking.wait(60), "the opener never asked for the write lock"
+    assert outcome == []
     if other_records == "numbered":
         _legacy_migrate(other, len(LEGACY_SCRIPTS))
     else:

@@ -64,7 +64,7 @@ def ragmeter(*args: str) -> subprocess.CompletedProcess[str]:
         [sys.executable, "-m", "ragmeter", "trec", *args],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=600,
     )
 
 
@@ -207,7 +207,7 @@ def test_the_command_runs_alone(tmp_path: Path) -> None:
         [sys.executable, "-m", "ragmeter.cli.trec", str(qrels), str(run), "-m", "P.5"],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=600,
     )
     assert (
         alone.returncode == 0 and alone.stdout == ragmeter(str(qrels), str(run), "-m", "P.5").stdout
@@ -216,6 +216,6 @@ def test_the_command_runs_alone(tmp_path: Path) -> None:
         [sys.executable, "-m", "ragmeter.cli.trec", str(qrels), str(run), "-m", "map.5"],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=600,
     )
     assert bad.returncode == 2 and bad.stderr.startswith("error: ")

@@ -6,6 +6,11 @@ every duplicate key while it composes the document (before ``<<`` merges are app
 key that overrides a merged one is fine) and :func:`load_yaml` refuses the document with
 ``source:line: duplicate key 'x' (first at line N)``. Every other YAML error, and nesting too
 deep to read, becomes a :class:`YamlError` of the same form, never a traceback.
+
+``<<`` merge keys follow the YAML merge-key spec (yaml.org/type/merge.html) with every PyYAML
+version: a mapping's own keys win over merged ones, and of several merged mappings the earlier
+wins. PyYAML 6.0.4 keeps the first pair it meets instead, and since it flattens an anchored
+mapping in place, ``{<<: *m}`` of ``m: &m {<<: {x: 1}, x: 2}`` read ``x: 1`` there.
 """
 
 from __future__ import annotations
@@ -31,6 +36,8 @@ __all__ = [
 ]
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
+_VALUE_TAG = "tag:yaml.org,2002:value"
+_STR_TAG = "tag:yaml.org,2002:str"
 
 # aliases let a few lines stand for billions of values ("billion laughs"); no config or case
 # needs more than this many once they are expanded
@@ -92,6 +99,72 @@ class StrictSafeLoader(yaml.SafeLoader):
             else:
                 seen[key] = line
         return node
+
+    def flatten_mapping(self, node: MappingNode) -> None:
+        """Replace ``node``'s ``<<`` keys by the pairs they merge, each key once: the node's own
+        pairs first in priority, then the merged mappings in the order written (their own
+        merges flattened first). PyYAML's constructor reads ``node.value`` afterwards."""
+        own: list[tuple[Node, Node]] = []
+        sources: list[MappingNode] = []
+        for key_node, value_node in node.value:
+            if key_node.tag == _MERGE_TAG:
+                sources.extend(self._merge_sources(node, value_node))
+            else:
+                if key_node.tag == _VALUE_TAG:
+                    key_node.tag = _STR_TAG
+                own.append((key_node, value_node))
+        if not sources:
+            node.value = own
+            return
+        taken = {self._merge_identity(key_node) for key_node, _ in own}
+        merged: list[tuple[Node, Node]] = []
+        for source in sources:
+            self.flatten_mapping(source)
+            for key_node, value_node in source.value:
+                identity = self._merge_identity(key_node)
+                if identity not in taken:
+                    taken.add(identity)
+                    merged.append((key_node, value_node))
+        node.value = merged + own
+
+    def _merge_sources(self, node: MappingNode, value_node: Node) -> list[MappingNode]:
+        if isinstance(value_node, MappingNode):
+            return [value_node]
+        if isinstance(value_node, SequenceNode):
+            sources = []
+            for item in value_node.value:
+                if not isinstance(item, MappingNode):
+                    raise yaml.constructor.ConstructorError(
+                        "while constructing a mapping",
+                        node.start_mark,
+                        f"expected a mapping for merging, but found {_kind(item)}",
+                        item.start_mark,
+                    )
+                sources.append(item)
+            return sources
+        raise yaml.constructor.ConstructorError(
+            "while constructing a mapping",
+            node.start_mark,
+            f"expected a mapping or list of mappings for merging, but found {_kind(value_node)}",
+            value_node.start_mark,
+        )
+
+    def _merge_identity(self, key_node: Node) -> Any:
+        """What makes two keys the same key: the constructed scalar (``1`` and ``0x1`` are one
+        key, as in a dict); a complex key is its own (the constructor refuses it later)."""
+        if isinstance(key_node, ScalarNode):
+            key = self.construct_object(key_node, deep=True)
+            try:
+                hash(key)
+            except TypeError:
+                return ("node", id(key_node))
+            return ("key", key)
+        return ("node", id(key_node))
+
+
+def _kind(node: Node) -> str:
+    kinds = {ScalarNode: "scalar", SequenceNode: "sequence", MappingNode: "mapping"}
+    return kinds.get(type(node), "node")
 
 
 def _children(node: Node) -> list[Node]:

@@ -9,6 +9,7 @@ crashed. Where Chromium cannot be installed the browser tests skip with the reas
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -49,6 +50,14 @@ def chromium_executable() -> tuple[str | None, str]:
         return None, "Chromium is not installed and there is no apt-get to install it"
     if hasattr(os, "geteuid") and os.geteuid() != 0:
         return None, "Chromium is not installed; install it with: sudo apt-get install chromium"
+    # test worker processes install it one at a time; the next finds it installed
+    with (Path(tempfile.gettempdir()) / "ragmeter-chromium-install.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        path = _found()
+        return (path, "") if path else _install_chromium()
+
+
+def _install_chromium() -> tuple[str | None, str]:
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     install = ["apt-get", "install", "-y", "--no-install-recommends", "chromium"]
     done = subprocess.run(install, capture_output=True, text=True, timeout=900, env=env)

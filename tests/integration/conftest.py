@@ -1,8 +1,13 @@
-"""Fixtures of the integration tests: a real headless Chromium (``browser.py``)."""
+"""Fixtures of the integration tests: a real headless Chromium (``browser.py``) and the local
+judge's llama.cpp build and model (``scripts/setup_llama.py``)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -11,6 +16,38 @@ from tests.integration.browser import CHROMIUM_ARGS, PageEvents, chromium_execut
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
+
+
+SETUP_LLAMA = Path(__file__).resolve().parents[2] / "scripts" / "setup_llama.py"
+# the build bounds itself (RAGMETER_LLAMA_BUILD_TIMEOUT, default 3600 s); this is its margin for
+# installing the built wheel and fetching the model
+SETUP_MARGIN_S = 900
+
+
+@pytest.fixture(scope="session")
+def gguf() -> Path:
+    """The 0.5B judge model, with llama-cpp-python built (once, cached) and installed. Once per
+    session: when the build cannot finish, every test that needs it fails with that one message
+    (pytest keeps a session fixture's error) instead of starting the build again."""
+    build_timeout_s = float(os.environ.get("RAGMETER_LLAMA_BUILD_TIMEOUT") or 3600)
+    try:
+        done = subprocess.run(
+            [sys.executable, str(SETUP_LLAMA)],
+            capture_output=True,
+            text=True,
+            timeout=build_timeout_s + SETUP_MARGIN_S,
+        )
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(
+            f"{SETUP_LLAMA.name} did not finish in {exc.timeout:.0f} s: "
+            f"{(exc.stderr or b'')[-1500:]!r}",
+            pytrace=False,
+        )
+    if done.returncode == 2:
+        pytest.skip(f"llama-cpp-python cannot be built here: {done.stderr[-500:]}")
+    if done.returncode != 0:
+        pytest.fail(f"{SETUP_LLAMA.name} failed: {done.stderr[-2000:]}", pytrace=False)
+    return Path(done.stdout.strip().splitlines()[-1])
 
 
 @pytest.fixture(scope="module")

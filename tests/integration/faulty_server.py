@@ -20,6 +20,8 @@ Server-wide modes:
 - ``die_after=N`` (mode ``die``): the first N ``POST /query`` requests are served; then the
   listening socket is closed and every later request, including ones on kept-alive
   connections, is dropped without a response (clients see connection errors)
+- ``hold_after=N``: the first N ``POST /query`` requests are answered; every later one waits
+  until ``release()`` (or ``stop()``), so a test can signal a run that is surely still asking
 
 In-process use::
 
@@ -82,10 +84,13 @@ class FaultyServer:
         delay_s: float = 0.0,
         hang_s: float = 5.0,
         die_after: int | None = None,
+        hold_after: int | None = None,
     ) -> None:
         self.delay_s = delay_s
         self.hang_s = hang_s
         self.die_after = die_after
+        self.hold_after = hold_after
+        self.released = threading.Event()  # set: held requests go on
         self.lock = threading.Lock()
         self.stopping = threading.Event()  # wakes sleeping handlers at stop()
         self.query_count = 0  # POST /query requests received
@@ -129,8 +134,13 @@ class FaultyServer:
             self.httpd.shutdown()  # waits for the serve_forever loop to exit
         self.httpd.server_close()
 
+    def release(self) -> None:
+        """Let the requests held by ``hold_after`` (and every later one) be answered."""
+        self.released.set()
+
     def stop(self) -> None:
         self.stopping.set()
+        self.released.set()
         self._close_listener()
         if self._thread is not None:
             self._thread.join(timeout=5)
@@ -211,6 +221,11 @@ class FaultyServer:
                     self._send_json(400, {"error": f"bad request: {exc}"})
                     return
                 key = f"{body.get('case_id', '')}|{question}"
+                if server.hold_after is not None and number > server.hold_after:
+                    server.released.wait()
+                    if server.stopping.is_set():
+                        self.close_connection = True
+                        return
                 with server.lock:
                     server.seen[key] += 1
                     times_seen = server.seen[key]

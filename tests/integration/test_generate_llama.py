@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -28,23 +27,23 @@ from ragmeter.generate.run import (
 from ragmeter.judges.cache import JudgeStore
 from ragmeter.models import Case
 from ragmeter.targets.reference.chunking import chunk_corpus
-from tests.integration.test_judge_llama import gguf  # noqa: F401  (the model fixture)
+from tests.integration.processes import run_bounded
 
 pytestmark = pytest.mark.integration
 REASONS = {MALFORMED, DUPLICATE, NOT_CONFIRMED, VALIDATION_MALFORMED, JUDGE_ERROR}
 
 
-def test_generate_with_the_local_judge(gguf: Path, tmp_path: Path) -> None:  # noqa: F811
+def test_generate_with_the_local_judge(gguf: Path, tmp_path: Path) -> None:
     out, store = tmp_path / "cases.jsonl", tmp_path / "runs.db"
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAGMETER_")}
     started = time.perf_counter()
-    done = subprocess.run(
+    done = run_bounded(
         [
             sys.executable, "-m", "ragmeter", "generate", str(DEMO_CORPUS),
             "--judge", f"local:{gguf}", "-n", "4", "--attempts", "1", "--concurrency", "1",
             "-o", str(out), "--store", str(store), "--json",
         ],
-        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300,
+        1800, env=env, cwd=tmp_path,
     )  # fmt: skip
     elapsed = time.perf_counter() - started
     assert done.returncode in (0, 1), done.stderr[-2000:]

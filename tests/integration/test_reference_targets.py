@@ -119,7 +119,7 @@ def test_cli_eval_over_http_writes_run_file(reference_server: str, tmp_path: Pat
         ],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=600,
     )
     assert result.returncode == 0, result.stderr
     assert "recall_at_5" in result.stdout

@@ -7,18 +7,19 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import subprocess
+import statistics
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.integration.test_judge_llama import CONTEXT, OTHER, gguf  # noqa: F401 (fixture)
+from tests.integration.processes import run_bounded
+from tests.integration.test_judge_llama import CONTEXT, OTHER
 
 pytestmark = pytest.mark.integration
 
 
-def test_repeats_report_judge_variance(gguf: Path, tmp_path: Path) -> None:  # noqa: F811
+def test_repeats_report_judge_variance(gguf: Path, tmp_path: Path) -> None:
     question = "How many days of paid vacation does a full-time employee accrue per year?"
     reference = "Full-time employees accrue 27 days of paid vacation per calendar year."
     answers = {
@@ -46,14 +47,14 @@ def test_repeats_report_judge_variance(gguf: Path, tmp_path: Path) -> None:  # n
     (tmp_path / "ragmeter.yaml").write_text(
         "repeats: 3\njudge_tasks: [correctness]\nconcurrency: 1\n", encoding="utf-8"
     )
-    done = subprocess.run(
+    done = run_bounded(
         [
             sys.executable, "-m", "ragmeter", "eval", "--config", "ragmeter.yaml",
             "--dataset", "cases.jsonl", "--target", "replay:responses.jsonl",
             "--metrics", "lexical", "--judge", f"local:{gguf}", "--store", "runs.db",
             "--output-dir", "out", "--no-progress", "-v",
         ],
-        capture_output=True, text=True, timeout=900, cwd=tmp_path,
+        1800, cwd=tmp_path,
     )  # fmt: skip
     assert done.returncode in (0, 4), done.stdout[-3000:] + done.stderr[-3000:]
     assert "Repeats: 3 answers per case" in done.stdout
@@ -61,10 +62,25 @@ def test_repeats_report_judge_variance(gguf: Path, tmp_path: Path) -> None:  # n
     document = json.loads(run_file.read_text(encoding="utf-8"))
     correctness = next(m for m in document["scorecard"]["metrics"] if m["name"] == "correctness")
     assert correctness["repeats"] == 3
-    if correctness["n_scored"]:  # a 0.5B judge may fail every call; then nothing to report
-        assert correctness["within_case_var"] is not None and correctness["within_case_var"] >= 0
     with sqlite3.connect(tmp_path / "runs.db") as db:
         rows = db.execute("SELECT case_id, cached FROM judge_calls").fetchall()
+        scores = db.execute(
+            "SELECT case_id, status, value FROM scores WHERE metric = 'correctness'"
+        ).fetchall()
+    # whatever the 0.5B judge answers: every repeat has a verdict or a failure with a reason,
+    # and the within-case variance is the mean of the cases' own sample variances, over the
+    # cases judged at least twice (none: no variance to report)
+    assert len(scores) == 3 * len(answers)
+    assert {status for _, status, _ in scores} <= {"ok", "failed"}
+    judged_values: dict[str, list[float]] = {name: [] for name in answers}
+    for case_id, status, value in scores:
+        if status == "ok":
+            judged_values[case_id.split("~")[0]].append(value)
+    variances = [statistics.variance(v) for v in judged_values.values() if len(v) >= 2]
+    if variances:
+        assert correctness["within_case_var"] == pytest.approx(statistics.mean(variances))
+    else:
+        assert correctness["within_case_var"] is None
     judged = {case_id for case_id, _ in rows}
     assert judged == {f"{n}{s}" for n in answers for s in ("", "~r2", "~r3")}
     assert all(cached == 0 for _, cached in rows)  # every repeat judged again

@@ -69,7 +69,7 @@ def write_cases(path: Path, modes: dict[str, tuple[str, str, str | None]]) -> Pa
 
 
 def cli(
-    *args: str, cwd: Path, timeout: float = 120, env: dict[str, str] | None = None
+    *args: str, cwd: Path, timeout: float = 600, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "ragmeter", *args],
@@ -303,12 +303,24 @@ def test_health_check_can_be_skipped(tmp_path: Path) -> None:
         assert server.queries() == 1
 
 
-def test_hung_judge_fails_its_scores_not_the_run(server: EdgeServer, tmp_path: Path) -> None:
+@pytest.fixture
+def hung_judge_server() -> Iterator[EdgeServer]:
+    """Its judge never answers a chat completion (300 s, until it stops)."""
+    with EdgeServer(judge_hang_s=300.0) as running:
+        yield running
+
+
+def test_hung_judge_fails_its_scores_not_the_run(
+    hung_judge_server: EdgeServer, tmp_path: Path
+) -> None:
+    server = hung_judge_server
     dataset = write_cases(
         tmp_path / "cases.jsonl", {"ok-1": MODES["ok-1"], "ok-2": ("And travel?", "ok", None)}
     )
     store = tmp_path / "runs.db"
     judge = credentialed(server.url, "bob", "judgepass") + "/v1#judge-model"
+    # the judge timeout also bounds the pre-flight probe of the server, which counts the
+    # client's start too (seconds on a loaded machine): 5 s, the probe's own longest wait
     proc = cli(
         "eval",
         "-d",
@@ -320,7 +332,7 @@ def test_hung_judge_fails_its_scores_not_the_run(server: EdgeServer, tmp_path: P
         "--judge",
         judge,
         "--judge-timeout",
-        "1",
+        "5",
         "--judge-retries",
         "0",
         "--store",
@@ -329,7 +341,7 @@ def test_hung_judge_fails_its_scores_not_the_run(server: EdgeServer, tmp_path: P
         str(tmp_path / "runs"),
         "--no-progress",
         cwd=tmp_path,
-        timeout=120,
+        timeout=600,
     )
     assert proc.returncode == 0, proc.stderr + proc.stdout
     assert server.judge_requests >= 1

@@ -51,7 +51,8 @@ class Served:
     store: RunStore  # the store's own reading, over a copy (RunStore opens read-write)
 
 
-def _wait(url: str, process: subprocess.Popen[bytes], timeout_s: float = 30.0) -> None:
+def _wait(url: str, process: subprocess.Popen[bytes], timeout_s: float = 120.0) -> None:
+    """Until ``url`` answers 200 (a hang guard of ``timeout_s``: it answers in seconds)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -85,7 +86,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     finally:
         store.close()
         process.terminate()
-        process.wait(timeout=10)
+        process.wait(timeout=60)
 
 
 def _tab_to(page: Page, selector: str, limit: int = 60) -> None:
@@ -281,16 +282,17 @@ def test_live_progress_of_a_run_in_flight(
         answered = page.locator('#progress [data-field="answered"]')
         assert answered.inner_text() == "2"
         answer("c2")
-        expect(answered).to_have_text("3", timeout=6000)  # polled every 2 s
+        # polled every 2 s (these waits for the page are hang guards)
+        expect(answered).to_have_text("3", timeout=60_000)
         writer.finish_run(record.id, Scorecard(metrics=[], by_group={}), "2026-01-01", 0)
-        page.wait_for_selector("#progress", state="detached", timeout=6000)
+        page.wait_for_selector("#progress", state="detached", timeout=60_000)
         page.wait_for_load_state()
         assert "completed" in page.locator("dl.facts").first.inner_text()
     finally:
         lock.release()
         writer.close()
         process.terminate()
-        process.wait(timeout=10)
+        process.wait(timeout=60)
     page_events.assert_clean()
 
 
@@ -321,16 +323,35 @@ def test_a_stuck_run_is_not_polled(
         "request",
         lambda request: polled.append(request.url) if "/progress" in request.url else None,
     )
+    # the page's timers run on a clock the test moves, and its fetch calls are counted as made
+    page.add_init_script(COUNT_PROGRESS_FETCHES)
+    page.clock.install()
     try:
         _wait(url + "/", process)
         page.goto(f"{url}/runs/{record.id}")
         assert "not driven by any process" in page.locator("#progress h2").inner_text()
-        page.wait_for_timeout(4500)  # two polling periods
+        page.clock.run_for(10_000)  # five polling periods, however long they take here
+        assert page.evaluate("window.progressFetches") == 0
+        # the page's timers do run on that clock: one of every 2 s fires twice in 4 s
+        page.evaluate("() => { window.ticks = 0; setInterval(() => window.ticks++, 2000); }")
+        page.clock.run_for(4_000)
+        assert page.evaluate("window.ticks") == 2
     finally:
         process.terminate()
-        process.wait(timeout=10)
+        process.wait(timeout=60)
     assert polled == []
     page_events.assert_clean()
+
+
+# counts the page's fetch calls of a /progress URL as they are made (window.progressFetches)
+COUNT_PROGRESS_FETCHES = """
+window.progressFetches = 0;
+const originalFetch = window.fetch;
+window.fetch = function (resource, options) {
+  if (String(resource).includes("/progress")) { window.progressFetches += 1; }
+  return originalFetch.call(this, resource, options);
+};
+"""
 
 
 CONTRAST_JS = """

@@ -278,21 +278,30 @@ def ragas_composite(
     def compute(case: Case, response: Response) -> MetricOutput:
         measured: dict[str, float] = {}
         left_out: dict[str, str] = {}
+        failed: dict[str, str] = {}
         audit: dict[str, Any] = {}  # the judge model and call ids, as every judged score has
         for name, part in parts.items():
             try:
                 output = part(case, response)
-            except Exception as exc:  # a skip or a failure: this part does not count
+            except SkipScore as exc:  # this part does not apply: it does not count
                 left_out[name] = str(exc)
+                continue
+            except Exception as exc:  # this part was not measured: it does not count
+                left_out[name] = failed[name] = str(exc)
                 continue
             measured[name] = output[0] if isinstance(output, tuple) else output
             if isinstance(output, tuple):
                 merge_audit(audit, output[1])
+        if not measured and failed:  # not measured because a part failed: a failure too
+            raise RuntimeError(
+                "none of its parts was measured: "
+                + "; ".join(f"{name}: {reason}" for name, reason in failed.items())
+            )
         if not measured and len(set(left_out.values())) == 1:
             raise SkipScore(next(iter(left_out.values())))  # e.g. no judge configured
         if not measured:
             raise SkipScore(
-                "none of faithfulness, context precision/recall, answer relevancy was measured"
+                "none of faithfulness, context precision/recall, answer relevancy applies"
             )
         total = sum(RAGAS_WEIGHTS[name] for name in measured)
         value = sum(RAGAS_WEIGHTS[name] / total * v for name, v in measured.items())

@@ -14,6 +14,7 @@ import math
 from collections.abc import Iterator, Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from .batch import BatchResult
 from .core import Measure, MeasureError
@@ -29,7 +30,7 @@ def _line(label: str, query: str, value: str) -> str:
     return f"{label:<22}\t{query}\t{value}"
 
 
-def summary(declared: TrecMeasure, column: Sequence[float] | np.ndarray) -> float:
+def summary(declared: TrecMeasure, column: Sequence[float] | npt.NDArray[np.float64]) -> float:
     """The value over all queries of one measure's per-query values."""
     values = np.asarray(column, dtype=np.float64)
     if not len(values):

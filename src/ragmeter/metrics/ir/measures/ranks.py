@@ -157,11 +157,12 @@ def _bing_batch(b: BatchFacts, arg: MeasureArg) -> FloatArray:
 
 
 def _yaap(total: float | FloatArray, num_rel: float | FloatArray) -> FloatArray:
-    return np.log((1.0 + np.asarray(total)) / (1.0 + np.asarray(num_rel) - total))
+    ratio = (1.0 + np.asarray(total)) / (1.0 + np.asarray(num_rel) - total)
+    return np.asarray(np.log(ratio), dtype=np.float64)  # typed alike by numpy 1.26's and 2.x's
 
 
 def _gm(value: float | FloatArray) -> FloatArray:
-    return np.log(np.maximum(value, MIN_GEO_MEAN))
+    return np.asarray(np.log(np.maximum(value, MIN_GEO_MEAN)), dtype=np.float64)
 
 
 DECLARED = (

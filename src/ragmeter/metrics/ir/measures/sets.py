@@ -75,12 +75,13 @@ def _utility(
     rel_ret: FloatArray, ret: FloatArray, rel: FloatArray, b: float, a: MeasureArg
 ) -> FloatArray:
     p = params_of(a).numbers
-    return (
+    utility = (
         p[0] * rel_ret
         + p[1] * (ret - rel_ret)
         + p[2] * (rel - rel_ret)
         + p[3] * (b + rel_ret - ret - rel)
     )
+    return np.asarray(utility, dtype=np.float64)  # typed alike by numpy 1.26's and 2.x's stubs
 
 
 def _set_f(rel_ret: FloatArray, ret: FloatArray, rel: FloatArray, arg: MeasureArg) -> FloatArray:
