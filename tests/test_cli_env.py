@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -57,10 +58,15 @@ def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
+def listed_ids(table: str) -> list[str]:
+    """The run ids of a ``ragmeter runs`` table, newest first (a row may wrap over lines)."""
+    return re.findall(r"^│ ([0-9a-f]{12}) ", table, flags=re.MULTILINE)
+
+
 def stored_run(store: Path, env: dict[str, str] | None = None) -> dict[str, Any]:
     """The newest run of ``store`` as ``show --json`` prints it."""
     listed = run("runs", "--store", str(store), env=env)
-    run_id = listed.output.split("│")[1].strip()
+    run_id = listed_ids(listed.output)[0]
     shown = run("show", run_id, "--json", "--store", str(store), env=env)
     document: dict[str, Any] = json.loads(shown.output)
     return document
@@ -88,8 +94,7 @@ def test_ragmeter_store_is_honoured_by_every_command(in_tmp: Path) -> None:
     assert stats.exit_code == 0 and json.loads(stats.output)["run"], stats.output
     rescored = run("rescore", run_id, "--name", "again", env=env)
     assert rescored.exit_code == 0, rescored.output
-    again = next(line for line in run("runs", env=env).output.splitlines() if "again" in line)
-    second_id = again.split("│")[1].strip()
+    second_id = listed_ids(run("runs", env=env).output)[0]  # the newest: the rescored run
     compared = run("compare", run_id, second_id, "--json", env=env)
     assert compared.exit_code == 0, compared.output
     assert json.loads(compared.output)["comparisons"][0]["baseline"] == run_id
@@ -173,7 +178,7 @@ def test_alpha_and_margin_from_the_environment(in_tmp: Path) -> None:
     env = {"RAGMETER_STORE": "s.db"}
     assert run("eval", *FAST, "--samples", "10", env=env).exit_code == 0
     assert run("eval", *FAST, "--samples", "10", "--top-k", "1", env=env).exit_code == 0
-    ids = [line.split("│")[1].strip() for line in run("runs", env=env).output.splitlines()[3:-1]]
+    ids = listed_ids(run("runs", env=env).output)
     tuned = {**env, "RAGMETER_ALPHA": "0.2", "RAGMETER_MARGIN": "0.3"}
     compared = json.loads(run("compare", ids[1], ids[0], "--json", env=tuned).output)
     assert (compared["comparisons"][0]["alpha"], compared["comparisons"][0]["margin"]) == (0.2, 0.3)

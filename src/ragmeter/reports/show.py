@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rich.table import Table
+from rich.table import Column, Table
 
 from ragmeter.config import config_from_snapshot
 from ragmeter.errors import InputError
@@ -14,11 +14,27 @@ from ragmeter.store.sqlite import RunStore
 
 
 def runs_table(records: Sequence[RunRecord]) -> Table:
-    """One row a stored run, newest first (names and datasets shown inert)."""
-    table = Table("id", "name", "status", "created", "datasets", "questions", "errors")
-    for record in records:
+    """One row a stored run, newest first (names and datasets shown inert). Ids, statuses and
+    counts are never cut, however narrow the terminal (a run id is what the user copies next);
+    the other columns wrap rather than hide their end."""
+    ids = [inert(record.id) for record in records]
+
+    def whole(header: str, values: Sequence[str]) -> Column:
+        width = max([len(header), *(len(value) for value in values)])
+        return Column(header, no_wrap=True, min_width=width)
+
+    table = Table(
+        whole("id", ids),
+        Column("name", overflow="fold"),
+        whole("status", [record.status for record in records]),
+        Column("created", overflow="fold"),
+        Column("datasets", overflow="fold"),
+        whole("questions", [str(record.question_count) for record in records]),
+        whole("errors", [str(record.error_count) for record in records]),
+    )
+    for record, shown_id in zip(records, ids, strict=True):
         table.add_row(
-            inert(record.id),
+            shown_id,
             inert(record.name),
             record.status,
             record.created_at,
