@@ -35,21 +35,6 @@ def pytest_report_header() -> str:
     return "dependencies: " + ", ".join(found)
 
 
-# the local-judge tests share one llama.cpp build and server load: one worker runs them all
-LLAMA_MODULES = ("test_judge_llama", "test_repeats_llama", "test_generate_llama")
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The unit of pytest-xdist's ``--dist loadgroup`` (pyproject's addopts): a test module,
-    so each module's fixtures are built once, on one worker; the local-judge modules are one
-    group, so one llama.cpp server at a time loads the 2 cores."""
-    for item in items:
-        module = item.nodeid.split("::")[0]
-        group = "llama" if Path(module).stem in LLAMA_MODULES else module
-        item.add_marker(pytest.mark.xdist_group(group))
-
-
 @pytest.fixture(autouse=True)
 def _registrations_end_with_the_test() -> Iterator[None]:
     """A test's ``registry.register`` calls are undone after it: the registry is process-wide,
