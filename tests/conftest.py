@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -13,6 +14,10 @@ import httpx
 import pytest
 
 from ragmeter.registry import registry
+
+# pytest-xdist's workers have no terminal: rich would print 80 columns and wrap the lines the
+# tests read; the tests that check narrow output set their own width
+os.environ.setdefault("COLUMNS", "200")
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 DATASETS = SHARED / "datasets"
