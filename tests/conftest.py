@@ -28,6 +28,50 @@ DATASETS = SHARED / "datasets"
 HEADER_PACKAGES = ("PyYAML", "pydantic", "numpy", "httpx", "click", "rich", "onnxruntime")
 
 
+# Scheduling (pytest-xdist, addopts ``--dist loadfile --no-loadscope-reorder``): a worker takes
+# a whole test file, in the order below. The local judge's files share one worker: each starts a
+# llama.cpp server on 2 threads, and three at once on 2 cores push every judge call past its
+# timeout. The longest files start first, so none of them is left running alone at the end.
+# Only the time depends on this list, never a result.
+LOCAL_JUDGE_SCOPE = "tests/integration/*_llama.py"
+LONGEST_FIRST = (
+    "tests/integration/test_store_load.py",
+    "tests/test_compare.py",
+    "tests/integration/test_report_browser.py",
+    "tests/integration/test_web_browser.py",
+    "tests/integration/test_trust_edges.py",
+    "tests/integration/test_interruption.py",
+    "tests/integration/test_squad.py",
+    "tests/test_power.py",
+    "tests/test_report_html.py",
+    "tests/test_web_api.py",
+    "tests/test_score_while_asking.py",
+    "tests/integration/test_reference_targets.py",
+)
+
+
+def scheduling_scope(nodeid: str) -> str:
+    path = nodeid.split("::", 1)[0]
+    local_judge = path.startswith("tests/integration/") and path.endswith("_llama.py")
+    return LOCAL_JUDGE_SCOPE if local_judge else path
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {path: place for place, path in enumerate((LOCAL_JUDGE_SCOPE, *LONGEST_FIRST))}
+    items.sort(key=lambda item: rank.get(scheduling_scope(item.nodeid), len(rank)))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    from xdist.scheduler import LoadScopeScheduling
+
+    class FileScheduling(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            return scheduling_scope(nodeid)
+
+    return FileScheduling(config, log)
+
+
 def pytest_report_header() -> str:
     from importlib.metadata import PackageNotFoundError, version
 

@@ -25,7 +25,7 @@ from ragmeter.metrics.grounding import (
     grounding_metrics,
 )
 from ragmeter.metrics.markers import Marked, strip_markers
-from ragmeter.metrics.numbers import extract_numbers
+from ragmeter.metrics.numbers import TakenSpans, extract_numbers
 from ragmeter.metrics.textmatch import index_text, numbers, phrase_present
 from ragmeter.models import Case, CaseResult, Response, RetrievedChunk, Score
 
@@ -443,3 +443,34 @@ def test_number_penalty_is_capped_per_claim() -> None:
     assert result.signals is not None and result.signals.missing_numbers == 2  # capped
     assert len(result.fabricated_numbers) == 3  # numeric_fabrication_count counts them all
     assert run(answer, [context])["numeric_fabrication_count"].value == 3.0
+
+
+span_lists = st.lists(
+    st.tuples(st.integers(0, 60), st.integers(0, 12)).map(lambda p: (p[0], p[0] + p[1])),
+    max_size=25,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(spans=span_lists, queries=span_lists)
+def test_taken_spans_answer_as_the_list_of_spans_does(
+    spans: list[tuple[int, int]], queries: list[tuple[int, int]]
+) -> None:
+    """The sorted union numbers are read against answers what the plain list of spans would:
+    does a span overlap one taken, is a position inside one (empty spans take nothing)."""
+    taken = TakenSpans()
+    for start, end in spans:
+        taken.add(start, end)
+    kept = [(a, b) for a, b in spans if b > a]
+    for start, end in queries:
+        assert taken.overlaps(start, end) == any(a < end and start < b for a, b in kept)
+        assert taken.covers(start) == any(a <= start < b for a, b in kept)
+    assert taken.starts == sorted(taken.starts) and taken.ends == sorted(taken.ends)
+
+
+def test_a_reply_of_many_numbers_reads_every_one() -> None:
+    """5,000 numbers and 5,000 number words, each read once (was quadratic in their count)."""
+    text = "7 and seven, " * 5000
+    found = extract_numbers(text)
+    assert len(found) == 10_000
+    assert {n.normalized for n in found} == {"7"}

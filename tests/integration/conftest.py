@@ -3,7 +3,7 @@ judge's llama.cpp build and model (``scripts/setup_llama.py``)."""
 
 from __future__ import annotations
 
-import os
+import importlib.util
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -19,9 +19,18 @@ if TYPE_CHECKING:
 
 
 SETUP_LLAMA = Path(__file__).resolve().parents[2] / "scripts" / "setup_llama.py"
-# the build bounds itself (RAGMETER_LLAMA_BUILD_TIMEOUT, default 3600 s); this is its margin for
-# installing the built wheel and fetching the model
+# the build bounds itself (setup_llama.build_timeout_s); this is its margin for installing the
+# built wheel and fetching the model
 SETUP_MARGIN_S = 900
+
+
+def setup_llama_build_timeout_s() -> float:
+    spec = importlib.util.spec_from_file_location("setup_llama", SETUP_LLAMA)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    timeout_s: float = module.build_timeout_s()
+    return timeout_s
 
 
 @pytest.fixture(scope="session")
@@ -29,7 +38,10 @@ def gguf() -> Path:
     """The 0.5B judge model, with llama-cpp-python built (once, cached) and installed. Once per
     session: when the build cannot finish, every test that needs it fails with that one message
     (pytest keeps a session fixture's error) instead of starting the build again."""
-    build_timeout_s = float(os.environ.get("RAGMETER_LLAMA_BUILD_TIMEOUT") or 3600)
+    try:
+        build_timeout_s = setup_llama_build_timeout_s()
+    except SystemExit as exc:
+        pytest.fail(str(exc), pytrace=False)
     try:
         done = subprocess.run(
             [sys.executable, str(SETUP_LLAMA)],

@@ -31,6 +31,7 @@ from tests.integration.processes import run_bounded
 
 pytestmark = pytest.mark.integration
 REASONS = {MALFORMED, DUPLICATE, NOT_CONFIRMED, VALIDATION_MALFORMED, JUDGE_ERROR}
+ASKED = 2  # each case costs a generation and a validation call on CPU
 
 
 def test_generate_with_the_local_judge(gguf: Path, tmp_path: Path) -> None:
@@ -40,7 +41,7 @@ def test_generate_with_the_local_judge(gguf: Path, tmp_path: Path) -> None:
     done = run_bounded(
         [
             sys.executable, "-m", "ragmeter", "generate", str(DEMO_CORPUS),
-            "--judge", f"local:{gguf}", "-n", "4", "--attempts", "1", "--concurrency", "1",
+            "--judge", f"local:{gguf}", "-n", str(ASKED), "--attempts", "1", "--concurrency", "1",
             "-o", str(out), "--store", str(store), "--json",
         ],
         1800, env=env, cwd=tmp_path,
@@ -49,14 +50,14 @@ def test_generate_with_the_local_judge(gguf: Path, tmp_path: Path) -> None:
     assert done.returncode in (0, 1), done.stderr[-2000:]
     summary = json.loads(done.stdout)
     rejected = [(r["kind"], r["reason"], r["detail"]) for r in summary["rejections"]]
-    print(f"generate -n 4, 0.5B judge: {elapsed:.1f}s, kept {summary['kept']}, {rejected}")
+    print(f"generate -n {ASKED}, 0.5B judge: {elapsed:.1f}s, kept {summary['kept']}, {rejected}")
 
     # every attempt is kept or rejected with a reason
     assert summary["stopped"] is None
     for kind, count in summary["kinds"].items():
         assert count["kept"] + sum(count["rejected"].values()) == count["attempts"], kind
         assert count["kept"] <= count["asked"]
-    assert sum(c["attempts"] for c in summary["kinds"].values()) == 4
+    assert sum(c["attempts"] for c in summary["kinds"].values()) == ASKED
     for rejection in summary["rejections"]:
         assert rejection["reason"] in REASONS and rejection["detail"].strip()
         assert rejection["chunks"]
@@ -65,11 +66,11 @@ def test_generate_with_the_local_judge(gguf: Path, tmp_path: Path) -> None:
 
     if summary["kept"] == 0:  # the model's junk was all rejected: no empty file
         assert done.returncode == 1 and not out.exists()
-        assert "no case kept out of 4 asked" in done.stderr
+        assert f"no case kept out of {ASKED} asked" in done.stderr
         return
     assert done.returncode == 0 and summary["output"] == str(out)
-    if summary["kept"] < 4:
-        assert f"wrote {summary['kept']} of the 4 cases asked" in done.stderr
+    if summary["kept"] < ASKED:
+        assert f"wrote {summary['kept']} of the {ASKED} cases asked" in done.stderr
     cases = [Case.model_validate_json(line) for line in out.read_text().splitlines()]
     assert len(cases) == summary["kept"]
     chunks = {chunk.chunk_id: chunk for chunk in chunk_corpus(DEMO_CORPUS)}

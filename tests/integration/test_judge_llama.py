@@ -53,9 +53,9 @@ def demo_pairs() -> list[tuple[Case, Response]]:
     question = "How many days of paid vacation does a full-time employee accrue per year?"
     reference = "Full-time employees accrue 27 days of paid vacation per calendar year."
     chunks = [RetrievedChunk(id="a", text=CONTEXT), RetrievedChunk(id="b", text=OTHER)]
+    # two answers (about 11 judge calls each on CPU): one to judge, one refusal
     answers = {
         "right": "A full-time employee accrues 27 days of paid vacation per year.",
-        "wrong": "A full-time employee accrues 40 days of paid vacation per year.",
         "unknown": "I don't know.",
     }
     return [
@@ -88,7 +88,7 @@ def test_local_judge_end_to_end(gguf: Path, tmp_path: Path) -> None:
     # RAGAS composite is never skipped here: it has a value when one of its parts does, and
     # fails when none does
     skipped = {key for key, s in first.items() if s.status == "skipped"}
-    cases = ("right", "wrong", "unknown")
+    cases = tuple(case.case_id for case, _ in pairs)
     assert skipped == {(metric, case) for metric in UNANSWERABLE_ONLY for case in cases}
     assert all(first[key].reason for key in skipped)
     first = {key: s for key, s in first.items() if key not in skipped}
@@ -107,7 +107,7 @@ def test_local_judge_end_to_end(gguf: Path, tmp_path: Path) -> None:
         for name, version in score.details["prompt_versions"].items():
             assert load_prompt(name).version == version
     for metric in ("groundedness", "correctness"):
-        for case in ("right", "wrong", "unknown"):
+        for case in cases:
             score = first[(metric, case)]
             assert score.status != "ok" or 0 <= (score.value or 0) <= 5
     for (metric, _), score in first.items():

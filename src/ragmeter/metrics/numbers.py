@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import math
 import re
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
@@ -233,12 +234,39 @@ def _month(name: str) -> int:
     return next(i for i, m in enumerate(_MONTH_NAMES, 1) if m == name.lower()[:3])
 
 
+class TakenSpans:
+    """The parts of a text already read as a date or number: a sorted union of half-open
+    character spans, so a reply of many thousand numbers is read in n log n, not n²."""
+
+    def __init__(self) -> None:
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+
+    def overlaps(self, start: int, end: int) -> bool:
+        last = bisect_left(self.starts, end) - 1  # the last span beginning before ``end``
+        return last >= 0 and self.ends[last] > start
+
+    def covers(self, point: int) -> bool:
+        last = bisect_right(self.starts, point) - 1
+        return last >= 0 and point < self.ends[last]
+
+    def add(self, start: int, end: int) -> None:
+        if end <= start:
+            return
+        first = bisect_left(self.ends, start)  # spans touching or overlapping are merged
+        after = bisect_right(self.starts, end)
+        if first < after:
+            start, end = min(start, self.starts[first]), max(end, self.ends[after - 1])
+        self.starts[first:after] = [start]
+        self.ends[first:after] = [end]
+
+
 def _dates(text: str) -> list[NumberMention]:
     found: list[NumberMention] = []
-    taken: list[tuple[int, int]] = []
+    taken = TakenSpans()
     for pattern in _DATES:
         for match in pattern.finditer(text):
-            if any(a < match.end() and match.start() < b for a, b in taken):
+            if taken.overlaps(match.start(), match.end()):
                 continue
             groups = match.groupdict()
             year = int(groups["year"])
@@ -268,7 +296,7 @@ def _dates(text: str) -> list[NumberMention]:
                     tuple(float(p) for p in parts),
                 )
             )
-            taken.append((match.start(), match.end()))
+            taken.add(match.start(), match.end())
     return found
 
 
@@ -358,15 +386,17 @@ def _mark_conversions(found: list[NumberMention], text: str) -> list[NumberMenti
 @lru_cache(maxsize=16384)  # chunk texts recur across the cases of a run
 def _extract_numbers(text: str, dates: bool = False) -> tuple[NumberMention, ...]:
     found = _dates(text) if dates else []
-    taken = [(m.start, m.end) for m in found]
+    taken = TakenSpans()
+    for mention in found:
+        taken.add(mention.start, mention.end)
     for match in _NUMBER.finditer(text):
-        if any(a < match.end() and match.start() < b for a, b in taken):
+        if taken.overlaps(match.start(), match.end()):
             continue
         mention = _number(match, text)
         found.append(mention)
-        taken.append((mention.start, mention.end))
+        taken.add(mention.start, mention.end)
     for match in _WORD.finditer(text):
-        if any(a <= match.start() < b for a, b in taken):
+        if taken.covers(match.start()):
             continue
         value = _word_value(match)
         if value is None:
