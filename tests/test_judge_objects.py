@@ -122,6 +122,9 @@ async def cell() -> None:
         (interrupted_at,) = slowtarget.INTERRUPTED_AT
         print("INTERRUPTED", exc.run_id, round(time.perf_counter() - interrupted_at, 1))
 
+# as in a terminal: a job a shell starts in the background (CI may) inherits Ctrl-C ignored,
+# and asyncio.run handles Ctrl-C only where Python's default handler is in place
+signal.signal(signal.SIGINT, signal.default_int_handler)
 asyncio.run(cell())
 """
 

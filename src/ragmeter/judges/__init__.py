@@ -246,11 +246,11 @@ async def _preflight_http(
     wait_s = min(timeout_s, PROBE_TIMEOUT_S)
     shown_base = redact_url(base)
     try:
-        async with (
-            asyncio.timeout(wait_s + 1.0),
-            httpx.AsyncClient(timeout=wait_s) as client,
-        ):
-            reply = await client.get(f"{base}/models", headers=headers)
+        # the deadline is the request's alone: building the client (its TLS context) can take
+        # seconds on a busy machine
+        async with httpx.AsyncClient(timeout=wait_s) as client:
+            async with asyncio.timeout(wait_s + 1.0):
+                reply = await client.get(f"{base}/models", headers=headers)
     except (TimeoutError, httpx.HTTPError) as exc:
         cause = f"{type(exc).__name__} {exc}".strip()
         if isinstance(exc, TimeoutError | httpx.TimeoutException):
