@@ -116,7 +116,12 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
             ],
             cwd=root, capture_output=True, text=True, timeout=300,
         )  # fmt: skip
-        assert result.returncode == 0, result.stderr
+        # D: every case failed, so eval exits 3 with the failure summary, the run stored
+        assert result.returncode == (3 if name == "D" else 0), result.stderr
+        if name == "D":
+            assert "every case failed (12 of 12), nothing was measured: timeout 12: boom" in (
+                " ".join(result.stderr.split())
+            )
         path = root / "files" / f"run{name}.json"
         made.files[name] = str(path)
         made.ids[name] = json.loads(path.read_text(encoding="utf-8"))["id"]
@@ -300,8 +305,10 @@ def test_eval_baseline_fails_when_the_candidate_failed_every_case(runs: Runs) ->
         ],
         cwd=root, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
-    assert result.returncode == 4, result.stdout + result.stderr
+    # every case failed: exit 3 (issue 29), after the baseline's verdict is printed
+    assert result.returncode == 3, result.stdout + result.stderr
     assert "not compared:" in result.stderr and "recall_at_5" in result.stderr
+    assert "every case failed (12 of 12)" in " ".join(result.stderr.split())
     same = subprocess.run(
         [
             sys.executable, "-m", "ragmeter", "eval", "--no-progress",

@@ -158,7 +158,7 @@ def test_a_python_confidence_outside_0_1_is_invalid_response(tmp_path: Path) -> 
         encoding="utf-8",
     )
     result = run_eval(tmp_path, f"{module}:answer", 1, "--metrics", "pipeline")
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 3, result.output  # its one case failed: stored, exit 3
     [case] = run_document(tmp_path)["cases"]
     assert case["error_type"] == "invalid_response"
     assert case["error_message"] == (
@@ -207,7 +207,7 @@ def test_an_http_reply_that_is_not_an_object_says_what_it_is(
 ) -> None:
     server = serve(on_post(lambda request: json_reply(payload)))
     result = run_eval(tmp_path, f"http://127.0.0.1:{server.port}", 1, "--metrics", "performance")
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 3, result.output  # its one case failed: stored, exit 3
     [case] = run_document(tmp_path)["cases"]
     assert case["error_type"] == "invalid_response"
     assert case["error_message"].startswith(

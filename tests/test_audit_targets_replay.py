@@ -174,7 +174,9 @@ def test_a_rank_below_1_is_invalid_response_with_its_path(tmp_path: Path) -> Non
         {"case_id": "b", "answer": "Beta 7", "retrieved": [{"id": "d2#b", "rank": -1}]},
     ]
     result = run_eval(tmp_path, replay, "--metrics", "retrieval")
-    assert result.exit_code == 0, result.output
+    # both cases failed: the run is stored and eval exits 3 with the summary (issue 29)
+    assert result.exit_code == 3, result.output
+    assert "every case failed (2 of 2): nothing measured" in result.output
     document = run_document(tmp_path)
     first, second = case_of(document, "a"), case_of(document, "b")
     assert first["error_type"] == second["error_type"] == "invalid_response"

@@ -4,7 +4,9 @@ names, and the typed run it returns (``Run.to_pandas()``)."""
 from __future__ import annotations
 
 import re
+import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,7 +15,7 @@ from ragmeter import DatasetName, EvalConfig, Run, run_evaluation
 from ragmeter.config import TargetConfig
 from ragmeter.datasets.catalog import known
 from ragmeter.results import MissingDependencyError
-from tests.conftest import DATASETS, SHARED
+from tests.conftest import DATASETS, SHARED, free_port, wait_for_health
 
 # seed 002's "Programmatic" example, with its package's name ``evals`` read as ``ragmeter``
 SEED_002_EXAMPLE = """\
@@ -40,16 +42,36 @@ def test_the_example_is_seed_002s() -> None:
     assert block.group(1).replace("from evals import", "from ragmeter import") == SEED_002_EXAMPLE
 
 
-@pytest.mark.integration
-def test_seed_002_programmatic_example_runs_as_written(
-    reference_server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The example, run as written but for what is impossible offline: the RAG server is
-    `ragmeter reference-server` on a free port instead of localhost:8001, and the two datasets
-    are read from their local copies in ../shared/datasets (``DatasetName.X.at(PATH)``) instead
-    of downloaded from the hub."""
+@pytest.fixture
+def datasets_server() -> Iterator[str]:
+    """`ragmeter reference-server` over the two datasets' own corpora (so their gold ids can
+    match: over the demo corpus every retrieval score fails the id-space check)."""
     if not (RAGBENCH.is_dir() and SQUAD.is_file()):
         pytest.skip(f"{DATASETS} is absent (../shared/datasets)")
+    port = free_port()
+    corpora = ["--corpus", f"ragbench:{RAGBENCH}", "--corpus", f"squad_v2:{SQUAD}"]
+    command = [sys.executable, "-m", "ragmeter", "reference-server", "--port", str(port)]
+    process = subprocess.Popen(
+        [*command, *corpora], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_for_health(url, timeout_s=300.0)  # the corpora are indexed first
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+@pytest.mark.integration
+def test_seed_002_programmatic_example_runs_as_written(
+    datasets_server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The example, run as written but for what is impossible offline: the RAG server is
+    `ragmeter reference-server` serving the two datasets' corpora on a free port instead of
+    localhost:8001, and the two datasets are read from their local copies in
+    ../shared/datasets (``DatasetName.X.at(PATH)``) instead of downloaded from the hub."""
+    reference_server = datasets_server
     monkeypatch.chdir(tmp_path)  # the run store and run file go under .ragmeter here
     code = (
         SEED_002_EXAMPLE.replace("http://localhost:8001", reference_server)
@@ -67,7 +89,8 @@ def test_seed_002_programmatic_example_runs_as_written(
     assert result.config["target"]["kind"] == "http"
     assert result.config["target"]["url"] == reference_server
     assert result.scorecard is not None and result.weighted_score is not None
-    assert result.metric("mrr").n_scored > 0
+    mrr = result.metric("mrr")
+    assert mrr.n_scored > 0 and mrr.fail_reason is None  # the ids match: retrieval measured
     assert result.path is not None and result.path.is_file()
     assert (tmp_path / ".ragmeter" / "runs.db").is_file()
     frame = result.to_pandas()

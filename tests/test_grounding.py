@@ -68,6 +68,14 @@ def expected_score(
     return 1 / (1 + math.exp(-z))
 
 
+GROUNDING_NAMES = (
+    "claim_support_rate",
+    "unsupported_claim_count",
+    "numeric_fabrication_count",
+    "grounding_score",
+)
+
+
 def run(
     answer: str,
     contexts: list[str] | None = None,
@@ -258,19 +266,19 @@ def test_general_claims_are_not_checked() -> None:
 
 
 def test_refusal_only_answer_is_skipped() -> None:
+    # a refusal by the abstention family's phrase rule: every grounding metric skips it and
+    # says which rule decided (issue 29: one notion of refusal)
     scores = run("I don't know. Can you rephrase the question?", [CONTEXT])
-    for name in ("claim_support_rate", "unsupported_claim_count", "grounding_score"):
+    for name in GROUNDING_NAMES:
         assert scores[name].status == "skipped"
-        reason = scores[name].reason
-        assert reason is not None
-        assert reason.startswith(("no checkable claims", "no checked claims"))
-    assert scores["numeric_fabrication_count"].value == 0.0
+        assert scores[name].reason == "the response abstained (phrase: i don't know)"
 
 
 def test_empty_answer_is_skipped() -> None:
     scores = run("", [CONTEXT])
-    assert scores["grounding_score"].status == "skipped"
-    assert scores["numeric_fabrication_count"].value == 0.0
+    for name in GROUNDING_NAMES:
+        assert scores[name].status == "skipped"
+        assert scores[name].reason == "the response abstained (empty answer)"
 
 
 def test_empty_context_gives_zero_support() -> None:

@@ -535,6 +535,39 @@ def test_abstention_judge_is_the_fallback_for_a_missing_field(serve: Any, tmp_pa
     assert scores[("judged_hallucination_rate", "a")].status == "skipped"
 
 
+def test_judged_claim_metrics_skip_refusals_by_phrase_flag_or_judge(
+    serve: Any, tmp_path: Path
+) -> None:
+    """Issue 29: faithfulness and groundedness skip a refusal (without asking) as the
+    grounding family does, the reason naming the rule; a refusal only the abstention judge
+    finds is skipped too when that judge ran on the case."""
+
+    def judge(body: dict[str, Any]) -> Reply:
+        system, user = body["messages"][0]["content"], body["messages"][1]["content"]
+        if "declines to answer" in system and "beyond these pages" in user:
+            return completion(json.dumps({"reasoning": "declines", "abstained": True}))
+        return smart_judge(body)
+
+    server = serve(judge)
+    tasks = ("faithfulness", "groundedness", "abstention")
+    use_judge(f"{server.url}/v1#m", store=str(tmp_path / "r.db"), tasks=tasks)
+    pairs = [
+        case_and_response(0, answer="I could not find this in the documentation."),
+        case_and_response(1, answer="Sorry, that lies beyond these pages."),
+        case_and_response(2),  # an answer
+        (case_and_response(3)[0], case_and_response(3)[1].model_copy(update={"abstained": True})),
+    ]
+    scores = run_judged(pairs)
+    for metric in ("faithfulness", "groundedness"):
+        assert scores[(metric, "c0")].reason == "the response abstained (phrase: could not find)"
+        assert scores[(metric, "c1")].reason == "the response abstained (judge)"
+        assert scores[(metric, "c3")].reason == "the response abstained (field)"
+    assert scores[("judged_abstention_false_positive_rate", "c1")].value == 1.0
+    assert scores[("faithfulness", "c2")].value == 0.5 and scores[("groundedness", "c2")].value
+    # 3 abstention verdicts (c3 has the field), then faithfulness 2 + groundedness 1 for c2
+    assert len(server.requests) == 3 + 3
+
+
 def test_geval_letter_grades_at_their_boundaries() -> None:
     assert [letter_grade(p) for p in (100, 80, 79.99, 60, 59.9, 40, 39.9, 20, 19.99, 0)] == [
         "A", "A", "B", "B", "C", "C", "D", "D", "E", "E",
@@ -861,7 +894,7 @@ def test_eval_spot_check_with_a_second_judge(serve: Any, tmp_path: Path) -> None
             output_dir=str(tmp_path / "o"),
             progress=False,
             samples=4,
-            seed=3,
+            seed=0,  # four answered demo cases: a refusal's groundedness is skipped, not judged
             metrics=["retrieval"],
             judge=f"{first.url}/v1#a",
             spot_check=2,

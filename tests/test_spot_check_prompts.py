@@ -180,7 +180,8 @@ def test_spot_check_with_another_prompt_version_through_the_cli(
     spec = f"{server.url}/v1#tiny"
     store = tmp_path / "runs.db"
     env = {"RAGMETER_JUDGE_TASKS": "groundedness,classification"}
-    common = ["eval", "--samples", "3", "--seed", "4", "--metrics", "lexical", "--no-progress"]
+    # seed 0: three answered demo cases (a refusal's groundedness is skipped, not judged)
+    common = ["eval", "--samples", "3", "--seed", "0", "--metrics", "lexical", "--no-progress"]
     common += ["--store", str(store), "--output-dir", str(tmp_path / "out"), "--judge", spec]
 
     wrong = cli(*common, "--spot-check", "2", "--spot-check-prompt", "groundedness=v7",

@@ -23,6 +23,7 @@ from pydantic import (
     model_validator,
 )
 
+from ragmeter.config_errors import describe_validation_error
 from ragmeter.errors import InputError
 from ragmeter.redaction import REDACTED, redact
 from ragmeter.yamlio import YamlError, load_yaml
@@ -55,6 +56,8 @@ DEFAULT_TOP_K = 5
 DEFAULT_TARGET_TIMEOUT_S = 30.0
 DEFAULT_CASE_TIMEOUT_S = 60.0
 DEFAULT_RELEVANCE_LEVEL = 1
+# cases retrieving a gold id, at least, else retrieval fails as unmatchable (docs/metrics.md)
+DEFAULT_ID_SPACE_MIN_OVERLAP = 0.05
 # the share of its cases a metric must be measured on (paired on, in a comparison) for a target
 # or a gate to rely on it
 DEFAULT_COVERAGE_FLOOR = 0.9
@@ -157,6 +160,8 @@ class TargetConfig(BaseModel):
     top_k: int = Field(default=DEFAULT_TOP_K, ge=1)
     headers: dict[str, str] = Field(default_factory=dict)
     request_template: dict[str, Any] | None = None
+    # how a reply is read (targets/formats.py); a response_mapping, when given, reads it instead
+    response_format: str = "auto"
     response_mapping: dict[str, str] = Field(default_factory=dict)
     query_path: str = "/query"
     health_path: str | None = "/health"
@@ -167,6 +172,20 @@ class TargetConfig(BaseModel):
     max_retries: int = Field(default=2, ge=0)
     backoff_s: float = Field(default=0.2, ge=0)
     options: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("response_format")
+    @classmethod
+    def _known_format(cls, value: str) -> str:
+        from ragmeter.targets.formats import check_format
+
+        return check_format(value)
+
+    @model_validator(mode="after")
+    def _mapping_or_format(self) -> TargetConfig:
+        if self.response_mapping and self.response_format != "auto":
+            why = f"response_format {self.response_format!r} both say how to read a reply"
+            raise ValueError(f"response_mapping and {why}; give one of them")
+        return self
 
     @model_validator(mode="before")
     @classmethod
@@ -282,6 +301,8 @@ class EvalConfig(BaseModel):
     relevance_level: int = Field(default=DEFAULT_RELEVANCE_LEVEL, ge=1)
     ndcg_gain: Literal["linear", "exponential"] = DEFAULT_NDCG_GAIN
     require_snippet: bool = False
+    # 0: no id-space check (DEFAULT_ID_SPACE_MIN_OVERLAP)
+    id_space_min_overlap: float = Field(default=DEFAULT_ID_SPACE_MIN_OVERLAP, ge=0, le=1)
     abstention_phrases: list[str] = Field(default_factory=list)
     embedder: str = "minilm"
     # "auto", "lexical" or "nli:PATH" (validate_grounding_model; docs/grounding.md)
@@ -418,8 +439,11 @@ def load_config(
     yaml_path: str | Path | None = None,
     overrides: dict[str, Any] | None = None,
     environ: dict[str, str] | None = None,
+    option_names: dict[tuple[str, ...], str] | None = None,
 ) -> EvalConfig:
-    """Resolve the config from its four layers; errors name the file and field."""
+    """Resolve the config from its four layers; errors name the field and where its value
+    came from: the command-line option (``option_names``: a field's path -> ``--perspective``),
+    the environment variable, else the file."""
     data: dict[str, Any] = {}
     source = "options"
     if yaml_path is not None:
@@ -444,12 +468,11 @@ def load_config(
     try:
         return EvalConfig.model_validate(data)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg'].removeprefix('Value error, ')}"
-            for err in exc.errors()
-        )
-        where = f"{source}: invalid config" if yaml_path is not None else "invalid option"
-        raise ConfigError(f"{where}: {problems}") from exc
+        from_env = {path: variable for variable, path in ENV_FIELDS.items() if variable in env}
+        default = f"{source}: invalid config" if yaml_path is not None else "invalid option"
+        raise ConfigError(
+            describe_validation_error(exc, default, option_names or {}, from_env)
+        ) from exc
 
 
 def config_snapshot(config: EvalConfig) -> dict[str, Any]:

@@ -107,17 +107,20 @@ class NumericExpectation(_Model):
     unit: str | None = None
 
 
+# other tools' one-meaning column names of case fields (datasets/hints.py: the ambiguous ones)
+_CASE_ID_NAMES = AliasChoices("case_id", "id", "qid", "query_id", "question_id")
+_QUESTION_NAMES = AliasChoices("question", "query", "user_input")
+_REFERENCE_NAMES = AliasChoices(
+    "reference_answer", "expected_output", "ground_truth", "expected_answer", "gold_answer"
+)
+
+
 class Case(_Model):
     """One evaluation question with every label the perspectives use."""
 
-    case_id: str = Field(min_length=1, validation_alias=AliasChoices("case_id", "id"))
-    question: str = Field(min_length=1, validation_alias=AliasChoices("question", "query"))
-    reference_answer: str | None = Field(
-        default=None,
-        validation_alias=AliasChoices(
-            "reference_answer", "expected_output", "ground_truth", "expected_answer"
-        ),
-    )
+    case_id: str = Field(min_length=1, validation_alias=_CASE_ID_NAMES)
+    question: str = Field(min_length=1, validation_alias=_QUESTION_NAMES)
+    reference_answer: str | None = Field(default=None, validation_alias=_REFERENCE_NAMES)
     answerable: bool = True
     gold_passages: list[GoldPassage] = Field(
         default_factory=list, validation_alias=AliasChoices("gold_passages", "gold_supports")
@@ -272,6 +275,8 @@ class Response(BaseModel):
     scope: list[str] | None = None
     raw: Any = None
     reported: list[str] | None = None
+    # the format that read the reply (targets/formats.py); set by ragmeter, never by the reply
+    response_format: str | None = None
     attempts: int = Field(default=1, exclude=True)
 
     @field_validator("latency_ms")
@@ -297,8 +302,9 @@ class Response(BaseModel):
         the fields it sent, never taken from a ``reported`` key it sent itself (unless the
         reply was ``recorded`` by ragmeter, as in a replay file of an export)."""
         if isinstance(data, dict):
-            if "reported" in data and not recorded:
-                data = {key: value for key, value in data.items() if key != "reported"}
+            own = ("reported", "response_format")  # ragmeter's, unless it recorded the reply
+            if not recorded and any(key in data for key in own):
+                data = {key: value for key, value in data.items() if key not in own}
             if "answer" not in data and not _answerless_reply(data):
                 # {"response": ...} or {}: a reply in another shape, not an empty answer
                 # (which would score 0 and read as "I don't know")
@@ -399,6 +405,9 @@ class MetricSummary(BaseModel):
     ci_high: float | None = None
     # of the skipped, the cases whose target did not report what the metric reads
     n_unreported: int = 0
+    # why skipped on every case (not failed) / failed on every measured one; None: not so
+    skip_reason: str | None = None
+    fail_reason: str | None = None
     # measured / applicable cases (measured, failed, or not reported); None: applies to none,
     # or a run stored before coverage was kept
     coverage: float | None = None

@@ -6,6 +6,13 @@ answer the model gives."""
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -75,7 +82,12 @@ def run(pairs: list[tuple[Case, Response]]) -> dict[tuple[str, str], Score]:
     }
 
 
-def test_local_judge_end_to_end(gguf: Path, tmp_path: Path) -> None:
+def test_local_judge_end_to_end(
+    gguf: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # these prompts are short: a 2048-token context holds them and keeps the CPU time down
+    # (the automatic choice, 8192 for this model, is tested in test_judge_fitting.py)
+    monkeypatch.setenv("RAGMETER_LOCAL_N_CTX", "2048")
     store = tmp_path / "runs.db"
     use_judge(f"local:{gguf}", store=str(store), concurrency=1)
     pairs = demo_pairs()
@@ -84,17 +96,25 @@ def test_local_judge_end_to_end(gguf: Path, tmp_path: Path) -> None:
     first_s = time.perf_counter() - started
 
     # whatever the 0.5B model answers, ragmeter gives each score a verdict or a named reason:
-    # the unanswerable-only abstention metrics skip every case (all are answerable), and the
-    # RAGAS composite is never skipped here: it has a value when one of its parts does, and
-    # fails when none does
+    # the unanswerable-only abstention metrics skip every case (all are answerable), the claim
+    # metrics skip the refusal (read as one by its phrase, with no judge call), and the RAGAS
+    # composite is never skipped here: it has a value when one of its parts does, and fails
+    # when none does
     skipped = {key for key, s in first.items() if s.status == "skipped"}
     cases = tuple(case.case_id for case, _ in pairs)
-    assert skipped == {(metric, case) for metric in UNANSWERABLE_ONLY for case in cases}
+    refusal_skips = {("faithfulness", "unknown"), ("groundedness", "unknown")}
+    assert (
+        skipped
+        == {(metric, case) for metric in UNANSWERABLE_ONLY for case in cases} | refusal_skips
+    )
     assert all(first[key].reason for key in skipped)
+    assert all("abstained (phrase:" in (first[key].reason or "") for key in refusal_skips)
     first = {key: s for key, s in first.items() if key not in skipped}
     for case in cases:
         composite = first[("ragas_score", case)]
-        parts_ok = [first[(part, case)].status == "ok" for part in RAGAS_WEIGHTS]
+        parts_ok = [
+            (part, case) in first and first[(part, case)].status == "ok" for part in RAGAS_WEIGHTS
+        ]
         assert composite.status == ("ok" if any(parts_ok) else "failed"), composite.reason
     ok = [s for s in first.values() if s.status == "ok"]
     for score in first.values():
@@ -108,8 +128,8 @@ def test_local_judge_end_to_end(gguf: Path, tmp_path: Path) -> None:
             assert load_prompt(name).version == version
     for metric in ("groundedness", "correctness"):
         for case in cases:
-            score = first[(metric, case)]
-            assert score.status != "ok" or 0 <= (score.value or 0) <= 5
+            score = first.get((metric, case))  # None: the refusal's groundedness, skipped
+            assert score is None or score.status != "ok" or 0 <= (score.value or 0) <= 5
     for (metric, _), score in first.items():
         if score.status == "ok" and metric not in ("groundedness", "correctness"):
             assert 0.0 <= (score.value or 0.0) <= 1.0, metric
@@ -136,9 +156,10 @@ def test_local_judge_end_to_end(gguf: Path, tmp_path: Path) -> None:
     requests = len(rows)
     # per case 11 calls (10 when no claim is found; +1 per repair): faithfulness 2, then one
     # each for relevancy, precision, recall, groundedness, correctness, classification, factual
-    # accuracy, answer correctness and abstention; each may be retried after a timeout
+    # accuracy, answer correctness and abstention; each may be retried after a timeout. The
+    # refusal skips faithfulness and groundedness: 8 calls
     attempts = 1 + judges.judge_settings(f"local:{gguf}").max_retries
-    assert 10 * len(pairs) <= requests <= 22 * attempts * len(pairs)
+    assert 10 + 8 <= requests <= 22 * attempts * len(pairs)
 
     # the second run asks only what failed the first time: an answered call comes from the
     # cache, and a score built from answered calls alone is the same
@@ -177,3 +198,176 @@ def judges_sha(gguf: Path) -> str:
     from ragmeter.judges.local import file_sha256
 
     return file_sha256(gguf)[:12]
+
+
+# --- real-size chunks and interruption (issue 29) --------------------------------------------
+FACTS = {
+    "vacation": (
+        "How many days of paid vacation does a full-time employee accrue per year?",
+        CONTEXT,
+        "A full-time employee accrues 27 days of paid vacation per year.",
+    ),
+    "parking": (
+        "Where do visitors park at the Quillmark Labs office?",
+        "Visitors of Quillmark Labs park in the north garage, level 2, with a day pass from "
+        "the front desk.",
+        "Visitors park in the north garage on level 2.",
+    ),
+    "laptops": (
+        "How often are Quillmark Labs laptops replaced?",
+        "Quillmark Labs replaces every employee laptop after three years of use.",
+        "Laptops are replaced every three years.",
+    ),
+}
+TOPICS = ("budget review", "release notes", "security training", "travel policy", "hiring plan")
+
+
+def long_chunk(fact: str, seed: int) -> str:
+    """About 1,500 words of handbook-like text with ``fact`` in the middle."""
+    sentences = [
+        f"Section {seed}.{i} of the handbook covers the {TOPICS[(i + seed) % len(TOPICS)]} "
+        f"and asks every team to file its notes in folder {i * 7 + seed} before the end of "
+        "the month so the office can review them."
+        for i in range(54)
+    ]
+    sentences.insert(27, fact)
+    return " ".join(sentences)
+
+
+def long_pairs() -> list[tuple[Case, Response]]:
+    pairs = []
+    for n, (name, (question, fact, answer)) in enumerate(FACTS.items()):
+        chunks = [
+            RetrievedChunk(id=f"{name}-1", text=long_chunk(fact, n)),
+            RetrievedChunk(id=f"{name}-2", text=long_chunk(OTHER, n + 10)),
+        ]
+        pairs.append(
+            (Case(case_id=name, question=question), Response(answer=answer, retrieved=chunks))
+        )
+    return pairs
+
+
+def test_local_judge_fits_long_chunks(
+    gguf: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the context a user had (n_ctx 2048 did not hold two 1,500-word chunks) made smaller, so
+    # the evidence is trimmed and the three calls stay short on a 2-core CPU
+    monkeypatch.setenv("RAGMETER_LOCAL_N_CTX", "1024")
+    pairs = long_pairs()
+    assert all(len(c.text.split()) >= 1400 for _, r in pairs for c in r.retrieved)
+    use_judge(
+        f"local:{gguf}",
+        store=str(tmp_path / "runs.db"),
+        concurrency=1,
+        tasks=("groundedness",),
+        timeout_s=300.0,
+        max_retries=0,
+    )
+    started = time.perf_counter()
+    scores = {case: s for (metric, case), s in run(pairs).items() if metric == "groundedness"}
+    took = time.perf_counter() - started
+    assert set(scores) == set(FACTS)
+    for score in scores.values():
+        # a verdict, or a typed failure that is never the server refusing the prompt's length
+        assert score.status in ("ok", "failed"), score.reason
+        text = f"{score.reason} {score.details}"
+        assert "context length" not in text and "context_length" not in text, text
+        if score.status == "ok":
+            assert 0 <= (score.value or 0) <= 5
+        note = score.details.get("evidence_trimmed", "")
+        assert note.startswith("evidence trimmed to fit 1024 tokens: "), score.details
+        assert not note.split(": ")[1].startswith("0 of"), note  # some evidence is kept
+    rows = JudgeStore(tmp_path / "runs.db").calls()
+    assert len(rows) <= 2 * len(FACTS)  # one call a case, at most one repair each
+    assert all(r["prompt_tokens"] is None or r["prompt_tokens"] < 1024 for r in rows)
+    # the windows kept are those about the question and answer: each case's fact is shown
+    for name, (_, fact, _) in FACTS.items():
+        [first] = [r for r in rows if r["case_id"] == name and not r["purpose"].endswith("repair")]
+        assert fact.split(",")[0][:40] in first["messages_json"], name
+    print(
+        f"\nlong chunks: {len(rows)} calls in {took:.1f} s; "
+        + ", ".join(f"{c}={s.status}:{s.value} ({s.details.get('evidence_trimmed')})"
+                    for c, s in scores.items())
+    )  # fmt: skip
+
+
+def children(pid: int) -> set[int]:
+    found: set[int] = set()
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        with contextlib.suppress(OSError, ValueError):
+            found |= {int(p) for p in (task / "children").read_text().split()}
+    return found
+
+
+def llama_child(pid: int) -> int | None:
+    for child in children(pid):
+        try:
+            command = Path(f"/proc/{child}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"llama_cpp.server" in command:
+            return child
+    return None
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"  # a zombie has ended (it waits for its parent to read its status)
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc")
+def test_sigterm_stops_the_local_judge_server(gguf: Path, tmp_path: Path) -> None:
+    pairs = long_pairs()
+    (tmp_path / "cases.jsonl").write_text(
+        "".join(json.dumps({"id": c.case_id, "question": c.question}) + "\n" for c, _ in pairs)
+    )
+    (tmp_path / "responses.jsonl").write_text(
+        "".join(
+            json.dumps(
+                {
+                    "case_id": c.case_id,
+                    "response": {
+                        "answer": r.answer,
+                        "retrieved": [{"id": k.id, "text": k.text} for k in r.retrieved],
+                    },
+                }
+            )
+            + "\n"
+            for c, r in pairs
+        )
+    )
+    env = {**os.environ, "RAGMETER_LOCAL_N_CTX": "1024", "RAGMETER_JUDGE_TASKS": "groundedness"}
+    process = subprocess.Popen(
+        [
+            sys.executable, "-m", "ragmeter", "eval", "--dataset", "cases.jsonl",
+            "--target", "replay:responses.jsonl", "--metrics", "lexical",
+            "--judge", f"local:{gguf}", "--judge-timeout", "300", "--store", "runs.db",
+            "--output-dir", "out", "--no-progress",
+        ],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        server = None
+        while server is None and time.monotonic() < deadline and process.poll() is None:
+            server = llama_child(process.pid)
+            time.sleep(0.2)
+        assert server is not None, f"no llama.cpp server child: {process.poll()}"
+        time.sleep(1.0)  # the server is loading or judging: the run is in its judging stage
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    deadline = time.monotonic() + 20
+    while alive(server) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not alive(server), f"llama.cpp server {server} outlived the run: {err[-2000:]}"
+    assert process.returncode == 143, out[-2000:] + err[-2000:]
+    with sqlite3.connect(tmp_path / "runs.db") as db:
+        statuses = [row[0] for row in db.execute("SELECT status FROM runs")]
+    assert statuses == ["interrupted"], err[-2000:]

@@ -237,3 +237,18 @@ def test_comparison_report(
     assert ".fail" in seen and ".unmeasured" in seen, seen
     assert not offline
     page_events.assert_clean()
+
+
+def test_comparison_fits_1400_pixels(page: Page, reports: dict[str, Path]) -> None:
+    """Issue 29: at 1,400 px every column of the differences table (MDE and verdict included)
+    is on screen: the table is no wider than its box, nothing scrolls sideways."""
+    page.set_viewport_size({"width": 1400, "height": 900})
+    _open(page, reports["compare"])
+    widths = page.evaluate(
+        """() => { const t = document.querySelector('table.deltas');
+          const last = [...t.querySelectorAll('thead th')].pop().getBoundingClientRect();
+          return {table: t.scrollWidth, box: t.parentElement.clientWidth,
+                  page: document.documentElement.scrollWidth, right: last.right}; }"""
+    )
+    assert widths["table"] <= widths["box"], widths
+    assert widths["page"] <= 1400 and widths["right"] <= 1400, widths

@@ -88,7 +88,7 @@ def all_bytes(folder: Path) -> bytes:
 def assert_inert(text: str) -> None:
     for control in ("\x1b", "\x07", "\x9b", "\x9d"):
         assert control not in text, f"raw control {control!r} in output"
-    assert "Click to fix your API key" not in text or "[link=" in text  # markup shown, not run
+    assert "Click to fix your API key" not in text or "[/link]" in text  # markup shown, not run
 
 
 def assert_no_secret(blob: bytes | str, where: str) -> None:
@@ -168,7 +168,9 @@ def test_every_bad_reply_is_a_typed_stored_readable_case(
     assert "latency_ms" in messages["nan"] and "latency_ms" in messages["negative-latency"]
     assert "cost_usd" in messages["negative-cost"]
     assert "guardrail_scores" in messages["nan-guardrail"]
-    assert "no answer in the reply (its keys: response, sources)" in messages["wrong-key"]
+    wrong_key = messages["wrong-key"]  # the reply's shape and the mapping to write
+    assert "fits none of the response formats" in wrong_key and "sources" in wrong_key
+    assert "--response-map answer=response" in wrong_key
     # an answer-only reply: retrieval skipped with its reason, through the store
     assert skipped == {"answer-only": "target did not report retrieved chunks"}
     assert citation["string-citations"] == 1.0
@@ -227,7 +229,7 @@ def test_mistakes_are_caught_before_the_first_question(server: EdgeServer, tmp_p
         (["--target", server.url, "--judge", "http://127.0.0.1:9/v1#m"], "not reachable", {}),
         (["--target", server.url, "--spot-check", "3"], "--judge", {}),
         (["--target", server.url, "--output-dir", str(dataset)], "is a file", {}),
-        (["--target", server.url, "--concurrency", "0"], "invalid option: concurrency", {}),
+        (["--target", server.url, "--concurrency", "0"], "invalid option --concurrency", {}),
         ([], "--target", {}),  # the user's own dataset would go to the demo corpus
         (["--target", server.url, "--targets", str(duplicated)], "duplicate key", {}),
         (["--target", "replay:missing.jsonl"], "missing.jsonl does not exist", {}),
@@ -276,9 +278,13 @@ def test_gate_fails_when_every_case_failed(server: EdgeServer, tmp_path: Path) -
         "--gate",
         cwd=tmp_path,
     )
-    assert proc.returncode == 4, proc.stderr
+    # every case failed: exit 3 (issue 29), after the gate's lines
+    assert proc.returncode == 3, proc.stderr
     assert "not measured" in proc.stderr and "recall_at_5" in proc.stderr
     assert "errors: 4 of 4" in proc.stderr.replace("run errors", "errors")
+    assert "every case failed (4 of 4), nothing was measured: invalid_response 4" in " ".join(
+        proc.stderr.split()
+    )
 
 
 def test_health_check_can_be_skipped(tmp_path: Path) -> None:
@@ -394,7 +400,7 @@ def test_python_targets_from_a_file_and_from_its_folder(tmp_path: Path) -> None:
     assert reasons == {"target did not report retrieved chunks"}  # skipped, never 0
 
     broken = cli("eval", "--target", "myrag:broken", *common, cwd=project)
-    assert broken.returncode == 0
+    assert broken.returncode == 3  # every case failed (issue 29): stored, exit 3
     with sqlite3.connect(store) as db:
         kinds = db.execute(
             "SELECT DISTINCT r.error_type FROM responses r JOIN runs ON runs.id = r.run_id"

@@ -21,9 +21,10 @@ from ragmeter.cli.compat_options import seed002_options
 from ragmeter.cli.executor_options import executor_options
 from ragmeter.cli.noise_options import noise_options
 from ragmeter.cli.options import config_overrides, pairs, shared, target_spec, targets_file
-from ragmeter.cli.overrides import refuse_ignored_by_resume
+from ragmeter.cli.overrides import option_names, refuse_ignored_by_resume
 from ragmeter.cli.perspective import seed003_options, write_outputs
-from ragmeter.cli.running import run_with_progress
+from ragmeter.cli.running import exit_if_every_case_failed, run_with_progress
+from ragmeter.cli.target_options import target_options
 from ragmeter.config import (
     DEFAULT_BREAKDOWNS,
     DEFAULT_JUDGE_RETRIES,
@@ -58,6 +59,7 @@ from ragmeter.reports.terminal import inert
     callback=pairs(":"),
     help="HTTP header 'Name: value' (use ${ENV} for secrets).",
 )
+@target_options
 @shared("field_map")
 @shared("metrics")
 @click.option(
@@ -159,7 +161,9 @@ def eval_command(ctx: click.Context, /, **params: Any) -> None:
     """
     if params.get("resume"):
         refuse_ignored_by_resume(ctx, str(params["resume"]))
-    config = load_config(params["config_file"], config_overrides(ctx))
+    config = load_config(
+        params["config_file"], config_overrides(ctx), option_names=option_names(ctx)
+    )
     if config.dry_run:
         _judge_estimate(config)
         return
@@ -184,6 +188,7 @@ def eval_command(ctx: click.Context, /, **params: Any) -> None:
         for line in lines:
             errors.print(line)
         failed = gate_failed or failed
+    exit_if_every_case_failed(outcome.record)  # exit 3, before a gate's 4: nothing measured
     if failed:
         sys.exit(EXIT_GATE)
 

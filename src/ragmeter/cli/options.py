@@ -67,6 +67,16 @@ def pairs(separator: str) -> Callable[[click.Context, click.Parameter, Any], dic
     return parse
 
 
+def field_map(ctx: click.Context, param: click.Parameter, values: Any) -> dict[str, str]:
+    """A click callback: ``--field-map`` values as a checked field map (datasets.fieldmap)."""
+    from ragmeter.datasets.fieldmap import FieldMapError, parse_field_map
+
+    try:
+        return parse_field_map(values or ())
+    except FieldMapError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
 def comma_list(ctx: click.Context, param: click.Parameter, value: str | None) -> list[str] | None:
     """A click callback: ``a, b,c`` as ``["a", "b", "c"]`` (None when nothing is named)."""
     names = [name.strip() for name in (value or "").split(",") if name.strip()]
@@ -167,15 +177,18 @@ _SHARED: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
         ("--dataset", "-d", "datasets"),
         {
             "multiple": True,
-            "help": "Dataset: 'demo', a .jsonl/.yaml/.csv file or a label folder (repeatable).",
+            "help": "Dataset: 'demo', a .jsonl/.yaml/.csv/.parquet file or a label folder "
+            "(repeatable).",
         },
     ),
     "field_map": (
         ("--field-map", "field_map"),
         {
             "multiple": True,
-            "callback": pairs("="),
-            "help": "FIELD=SOURCE_PATH for foreign JSONL/CSV.",
+            "callback": field_map,
+            "help": "FIELD=SOURCE[,FIELD=SOURCE...]: read case FIELD (or a path into it, "
+            "e.g. gold_passages.0.doc_id) from SOURCE of each record; other fields are read "
+            "by their own names (repeatable).",
         },
     ),
     "json": (("--json", "as_json"), {"is_flag": True, "help": "Print JSON instead of tables."}),

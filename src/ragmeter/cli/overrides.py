@@ -24,6 +24,10 @@ CONFIG_FIELDS: dict[str, tuple[str, Callable[[Any], Any] | None]] = {
     "headers": ("target.headers", None),
     "timeout_s": ("target.timeout_s", None),
     "no_health_check": ("target.health_path", lambda _: None),
+    # how to talk to the target (ragmeter.cli.target_options)
+    "response_format": ("target.response_format", None),
+    "request_template": ("target.request_template", None),
+    "response_mapping": ("target.response_mapping", None),
     "metrics": ("metrics", None),
     "samples": ("samples", None),
     "seed": ("seed", None),
@@ -101,6 +105,18 @@ def config_overrides(ctx: click.Context, only: set[str] | None = None) -> dict[s
         path, convert = CONFIG_FIELDS[name]
         _put(overrides, path, convert(value) if convert is not None else value)
     return overrides
+
+
+def option_names(ctx: click.Context) -> dict[tuple[str, ...], str]:
+    """The config path of each option given on the command line -> its flag (``--perspective``),
+    so that a bad value is blamed on the flag, not on the config file."""
+    names: dict[tuple[str, ...], str] = {}
+    for param in ctx.command.params:
+        name = param.name or ""
+        if name in CONFIG_FIELDS and ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE:
+            long = [opt for opt in param.opts if opt.startswith("--")]
+            names[tuple(CONFIG_FIELDS[name][0].split("."))] = (long or param.opts or [name])[0]
+    return names
 
 
 # what a resumed run takes from this command line (the rest comes from the stored run)

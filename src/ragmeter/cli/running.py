@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, NoReturn
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.text import Text
 
-from ragmeter.cli.app import console, errors
+from ragmeter.cli.app import console, errors, fail
 from ragmeter.config import EvalConfig
-from ragmeter.errors import EXIT_INTERRUPTED, EXIT_TERMINATED
+from ragmeter.errors import EXIT_INTERRUPTED, EXIT_TARGET_DOWN, EXIT_TERMINATED
 from ragmeter.models import RunRecord
 from ragmeter.reports.console import print_run
 from ragmeter.store.sqlite import RunStore
@@ -104,7 +104,28 @@ def _stop_on_signals(
 
 def _exit_now(code: int) -> NoReturn:
     """Exit without waiting for worker threads (a judge call in flight): everything the run
-    finished is already committed to the store."""
+    finished is already committed to the store. A local judge's llama.cpp server is stopped
+    first: ``os._exit`` runs no ``finally`` or ``atexit``, and it would outlive the run."""
+    local_judge = sys.modules.get("ragmeter.judges.local")
+    if local_judge is not None:
+        local_judge.stop_servers()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
+
+
+def exit_if_every_case_failed(record: RunRecord) -> None:
+    """A run whose every case failed measured nothing: say why on stderr (the error types
+    with an example each) and exit 3, the run stored (docs/runs.md, exit codes)."""
+    from ragmeter.reports.failures import failure_summary
+
+    summary = failure_summary(record)
+    if not summary.all_failed:
+        return
+    groups = "; ".join(group.line() for group in summary.errors)
+    fail(
+        f"every case failed ({summary.failed} of {summary.questions}), nothing was measured: "
+        f"{groups}; the run {record.id} is stored (ragmeter show {record.id} --cases lists "
+        "the cases)",
+        EXIT_TARGET_DOWN,
+    )

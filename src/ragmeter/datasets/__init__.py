@@ -30,7 +30,8 @@ def resolve_dataset_path(spec: str) -> Path:
 
 
 def load_dataset(spec: str, field_map: dict[str, str] | None = None) -> list[Case]:
-    """Cases from ``demo``, a JSONL/YAML file, a seed-003 label folder, a mapped JSONL/CSV, or
+    """Cases from ``demo``, a JSONL/YAML file, a seed-003 label folder, a CSV/Parquet file or a
+    mapped JSONL/YAML/CSV/Parquet file (``field_map``: :mod:`ragmeter.datasets.fieldmap`), or
     ``NAME:ARG`` where NAME is a registered loader (a plugin's, or a built-in one forcing its
     format: ``jsonl:FILE``, ``yaml:FILE``, ``labels:DIR``)."""
     loaded = _from_named_loader(spec, field_map)
@@ -57,19 +58,9 @@ def load_dataset(spec: str, field_map: dict[str, str] | None = None) -> list[Cas
         cases: list[Case] = registry.get("loaders", name)(argument)
     elif path.is_dir():
         cases = registry.get("loaders", "labels")(path)
-    elif field_map or path.suffix.lower() == ".csv":
-        if not field_map:
-            raise DatasetError(
-                [
-                    Problem(
-                        str(path),
-                        None,
-                        None,
-                        "a CSV dataset needs a field map (--field-map question=COLUMN ...)",
-                    )
-                ]
-            )
-        cases = registry.get("loaders", "mapped")(path, field_map)
+    elif field_map or path.suffix.lower() in (".csv", ".parquet"):
+        # without a map, CSV and Parquet columns are read by their own names
+        cases = registry.get("loaders", "mapped")(path, field_map or {})
     elif path.suffix.lower() in (".yaml", ".yml"):
         cases = registry.get("loaders", "yaml")(path)
     elif path.suffix.lower() in (".jsonl", ".ndjson"):
@@ -81,7 +72,7 @@ def load_dataset(spec: str, field_map: dict[str, str] | None = None) -> list[Cas
                     str(path),
                     None,
                     None,
-                    "unknown dataset format (use .jsonl, .yaml, .csv or a folder)",
+                    "unknown dataset format (use .jsonl, .yaml, .csv, .parquet or a folder)",
                 )
             ]
         )

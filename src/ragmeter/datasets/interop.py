@@ -186,7 +186,8 @@ def _reference_contexts(case: Case, response: Response | None) -> list[str]:
     stored = case.metadata.get("reference_contexts")
     if isinstance(stored, list):
         return [str(t) for t in stored]
-    from ragmeter.metrics.retrieval import all_passages, case_level, matches
+    from ragmeter.metrics.passages import all_passages, case_level
+    from ragmeter.metrics.retrieval import matches
 
     passages = all_passages(case)
     level = case_level(passages)

@@ -196,10 +196,14 @@ def inspect_value(value: Any, *, finite: bool = True, max_depth: int = MAX_DEPTH
 
 
 def case_id_of(record: Any) -> str | None:
-    """The case id a record names (``case_id`` or ``id``), for messages; None if it has none."""
+    """The case id a record names (``case_id`` or another name of it), for messages; None if
+    it has none."""
     if not isinstance(record, dict):
         return None
-    raw = record.get("case_id", record.get("id"))
+    raw = next(
+        (record[k] for k in ("case_id", "id", "qid", "query_id", "question_id") if k in record),
+        None,
+    )
     if isinstance(raw, bool) or not isinstance(raw, str | int):
         return None
     return str(raw)

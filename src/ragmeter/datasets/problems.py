@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, get_args
 
 from pydantic import AliasChoices, BaseModel, ValidationError
@@ -18,6 +18,8 @@ class Problem:
     field: str | None
     message: str
     case_id: str | None = None
+    # the same problem on this many records (the first named here): see condense()
+    count: int = 1
 
     def __str__(self) -> str:
         where = f"{self.file}:{self.line}" if self.line is not None else self.file
@@ -26,7 +28,35 @@ class Problem:
             parts.append(f"case {_printable_id(self.case_id)}")
         if self.field:
             parts.append(f"field '{self.field}'")
-        return visible(f"{': '.join(parts)}: {self.message}")
+        message = self.message
+        if self.count > 1:
+            message = f"{message} [in {self.count} records; the first is here]"
+        return visible(f"{': '.join(parts)}: {message}")
+
+
+# problems of the file's shape, not of one record: reported once per file (see condense)
+SHAPE_PROBLEMS = ("unknown field", "mapped source field")
+
+
+def condense(problems: list[Problem]) -> list[Problem]:
+    """One problem per unknown field (or missing mapped source) of a file, not one per record:
+    the first record that has it, with the count (70 lines of 'unknown field' hide the three
+    names to fix)."""
+    out: list[Problem] = []
+    first: dict[tuple[str, str | None, str], int] = {}
+    for problem in problems:
+        if not problem.message.startswith(SHAPE_PROBLEMS):
+            out.append(problem)
+            continue
+        key = (problem.file, problem.field, problem.message)
+        index = first.get(key)
+        if index is None:
+            first[key] = len(out)
+            out.append(problem)
+        else:
+            known = out[index]
+            out[index] = replace(known, count=known.count + problem.count)
+    return out
 
 
 def _printable_id(case_id: str) -> str:
@@ -43,6 +73,7 @@ class DatasetError(InputError):
     """
 
     def __init__(self, problems: list[Problem], what: str = "the dataset") -> None:
+        problems = condense(problems)
         self.problems = problems
         lines = "\n".join(f"  {p}" for p in problems)
         super().__init__(f"{len(problems)} problem(s) in {what}:\n{lines}")
@@ -104,9 +135,10 @@ def problems_from_validation(
                 given = "this case already gives" if len(loc) == 1 else "is given too"
                 message = f"another name of '{canonical}', which {given}; keep one of them"
             else:
-                message = (
-                    "unknown field (not part of the case schema; put free data under 'metadata')"
-                )
+                from ragmeter.datasets.hints import unknown_field_message
+
+                inner = _model_at(model, loc[:-1]) if model is not None else None
+                message = unknown_field_message(name, inner)
         elif error["type"] == "missing":
             message = "required field is missing"
         else:
@@ -116,6 +148,29 @@ def problems_from_validation(
                 message = f"{message} (got {_short(error['input'])})"
         found.append(Problem(file, line, field, message, case_id))
     return found
+
+
+def _model_at(model: type[BaseModel], loc: tuple[Any, ...]) -> type[BaseModel] | None:
+    """The model nested in ``model`` at ``loc`` (``('gold_passages', 0)``), or None."""
+    from ragmeter.datasets.fieldmap import _unwrap, is_model
+
+    annotation: Any = model
+    for part in loc:
+        inner = _unwrap(annotation)
+        if is_model(inner) and isinstance(part, str) and part in inner.model_fields:
+            annotation = inner.model_fields[part].annotation
+        elif isinstance(part, int) and get_args(_unwrap(annotation)):
+            annotation = get_args(_unwrap(annotation))[0]
+        elif not isinstance(part, int | str):
+            return None
+        else:
+            args = get_args(inner)
+            if len(args) == 2 and isinstance(part, str):  # a dict's value
+                annotation = args[1]
+            else:
+                return None
+    inner = _unwrap(annotation)
+    return inner if is_model(inner) else None
 
 
 def _short(value: Any) -> str:

@@ -57,6 +57,8 @@ __all__ = [
 ]
 
 SPEC_FORMS = "openai:MODEL, anthropic:MODEL, http://HOST:PORT/v1#MODEL or local:PATH.gguf"
+DEFAULT_CONTEXT_CHARS = 2000  # of each chunk shown to a judge
+LOCAL_CONTEXT_CHARS = 24000  # ... to a local: judge, which fits its prompts to its context
 PROBE_TIMEOUT_S = 5.0  # the pre-flight probe of a judge server waits at most this long
 
 
@@ -74,12 +76,24 @@ class JudgeSettings:
     max_retries: int = DEFAULT_MAX_RETRIES  # retries after the first try of a request
     run_id: str | None = None
     max_contexts: int = 10  # retrieved chunks shown to the judge, top first
-    max_context_chars: int = 2000  # each chunk is cut to this many characters
+    # each chunk is cut to this many characters; None: see ``context_chars``
+    max_context_chars: int | None = None
     # judged tasks to run (see ragmeter.judges.tasks.TASKS); None = all
     tasks: tuple[str, ...] | None = None
     # templates asked in place of a task's own, as (its template, the one asked) pairs: the
     # spot check of another prompt version (ragmeter.judges.prompt_swaps)
     prompts: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def context_chars(self) -> int:
+        """Characters of each chunk shown to the judge: ``max_context_chars`` when set, else
+        2000, and for a ``local:`` judge 24,000 (its prompts are measured and the evidence
+        trimmed to the windows most relevant to the question and answer, so a long chunk is
+        not simply cut after its first 2,000 characters; see ragmeter.judges.fitting)."""
+        if self.max_context_chars is not None:
+            return self.max_context_chars
+        local = self.spec is not None and self.spec.startswith("local:")
+        return LOCAL_CONTEXT_CHARS if local else DEFAULT_CONTEXT_CHARS
 
     def build(self) -> Judge:
         """The judge these settings name (nothing is started yet)."""

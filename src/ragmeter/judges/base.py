@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,6 +34,7 @@ from ragmeter.retry import retry_delay_s
 Message = dict[str, str]  # {"role": "system" | "user" | "assistant", "content": "..."}
 
 MAX_RETRY_AFTER_S = 60.0
+CONTEXT_WORDS = re.compile(r"context[ _]length|context window", re.IGNORECASE)
 DEFAULT_TIMEOUT_S = 60.0  # one request's wall-clock deadline
 DEFAULT_MAX_RETRIES = 1  # retries after the first try: 2 tries in all
 
@@ -55,8 +57,9 @@ class JudgeReply:
 
 class JudgeError(RagmeterError):
     """A judge call that produced no reply: ``kind`` is timeout, rate_limited, http_4xx,
-    http_5xx, connection_error, invalid_response, config or server. The message is redacted;
-    ``raw`` keeps the server's reply body as it came (None when there was none)."""
+    http_5xx, context_length (a 400 saying the prompt exceeds the model's context),
+    connection_error, invalid_response, config or server. The message is redacted; ``raw``
+    keeps the server's reply body as it came (None when there was none)."""
 
     def __init__(self, kind: str, message: str, attempts: int = 1, raw: str | None = None) -> None:
         self.kind = kind
@@ -181,6 +184,8 @@ class RetryingPoster:
                 status = reply.status_code
                 limited = status in rate_limit_statuses
                 kind = "rate_limited" if limited else f"http_{status // 100}xx"
+                if status == 400 and CONTEXT_WORDS.search(reply.text):
+                    kind = "context_length"  # the prompt did not fit the model's context
                 error = JudgeError(
                     kind, f"HTTP {status} from {url}: {reply.text[:300]}", attempts, reply.text
                 )

@@ -3,7 +3,11 @@
 Every call sends ``temperature=0`` and a fixed ``seed``. Structured output first asks for
 OpenAI's ``response_format={"type": "json_schema", ...}``; a server that rejects it with an HTTP
 4xx/5xx whose body mentions the format (llama.cpp answers 500) is asked again, at once, with
-llama.cpp's ``{"type": "json_object", "schema": ...}``, and that choice is kept for later calls.
+llama.cpp's ``{"type": "json_object", "schema": ...}``, and that choice is kept for the rest of
+the process (every later judge on the same server and model starts with it, so a run's later
+batches and passes send no rejected request); while the first structured call has not yet shown
+which format the server takes, the other structured calls wait for it instead of being rejected
+alongside.
 429 and 5xx are retried with exponential backoff (``Retry-After`` honoured); a timeout is
 retried too (``max_retries`` times; each try has a ``timeout_s`` deadline). The API key is read
 from an environment variable at call time and only ever put in the ``Authorization`` header
@@ -14,6 +18,7 @@ it and sent as HTTP ``Basic`` authorization instead, unless a key from the envir
 
 from __future__ import annotations
 
+import asyncio
 import os
 from typing import Any
 
@@ -32,6 +37,8 @@ from ragmeter.judges.base import (
 from ragmeter.redaction import redact_url, remember_secret
 
 FORMAT_WORDS = ("response_format", "json_schema", "schema", "format")
+# (base URL, model) of the servers that rejected json_schema in this process
+_JSON_OBJECT_SERVERS: set[tuple[str, str]] = set()
 
 
 class OpenAICompatJudge(RetryingPoster):
@@ -58,7 +65,11 @@ class OpenAICompatJudge(RetryingPoster):
         self.max_retries = max_retries
         self.backoff_base_s = backoff_base_s
         self.seed = seed
-        self.format_mode = "json_schema"  # becomes "json_object" after a rejection
+        # "json_object" after a rejection (by this server, earlier in the process too)
+        rejected = (self.base_url, model) in _JSON_OBJECT_SERVERS
+        self.format_mode = "json_object" if rejected else "json_schema"
+        self._format_known = rejected  # whether a structured call has shown the format
+        self._format_probe: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
         self.requests = 0  # HTTP requests sent (tests count them)
         self._client: httpx.AsyncClient | None = None
 
@@ -133,15 +144,28 @@ class OpenAICompatJudge(RetryingPoster):
             if not self._rejects_format(reply, schema):
                 return False
             self.format_mode = "json_object"
+            self._format_known = True
+            _JSON_OBJECT_SERVERS.add((self.base_url, self.model_name))
             return True
 
-        reply, latency, attempts = await self.post_with_retries(
-            self._client_for(),
-            url,
-            lambda: self._body(messages, schema, max_tokens),
-            headers,
-            restart=switch_format,
-        )
+        async def post() -> tuple[httpx.Response, float, int]:
+            return await self.post_with_retries(
+                self._client_for(),
+                url,
+                lambda: self._body(messages, schema, max_tokens),
+                headers,
+                restart=switch_format,
+            )
+
+        if schema is None or self._format_known:
+            reply, latency, attempts = await post()
+        else:  # the first structured call finds the format; the others wait for it
+            loop = asyncio.get_running_loop()
+            if self._format_probe is None or self._format_probe[0] is not loop:
+                self._format_probe = (loop, asyncio.Lock())  # a lock serves one loop
+            async with self._format_probe[1]:
+                reply, latency, attempts = await post()
+                self._format_known = True
         return self._parse(reply, latency, attempts)
 
     def _parse(self, reply: httpx.Response, latency_ms: float, attempts: int) -> JudgeReply:

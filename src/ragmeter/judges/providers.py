@@ -75,5 +75,8 @@ def local_judge(
     (``LocalLlamaJudge.start_timeout_s``)."""
     from ragmeter.judges.local import LocalLlamaJudge
 
-    n_ctx = int(os.environ.get("RAGMETER_LOCAL_N_CTX", "2048"))
+    # RAGMETER_LOCAL_N_CTX: the server's context size, or "auto" (the default: chosen from the
+    # model's training context and the memory, see ragmeter.judges.local)
+    given = os.environ.get("RAGMETER_LOCAL_N_CTX", "auto").strip().lower()
+    n_ctx = None if given in ("", "auto", "0") else int(given)
     return LocalLlamaJudge(model, n_ctx=n_ctx, timeout_s=timeout_s, max_retries=max_retries)

@@ -24,6 +24,7 @@ from ragmeter.errors import RagmeterError
 from ragmeter.judges.base import Judge, JudgeError, JudgeReply, Message, parse_json
 from ragmeter.judges.cache import CallRecord, JudgeStore, cache_key
 from ragmeter.judges.cost import Budget, Price, call_cost
+from ragmeter.judges.fitting import MARGIN_TOKENS, estimate_tokens, fit_contexts
 from ragmeter.judges.templates import Prompt, load_prompt, render
 from ragmeter.redaction import redact_text
 from ragmeter.scoring.repeats import repeat_number
@@ -41,7 +42,8 @@ DOWN_KINDS = frozenset({"timeout", "connection_error"})
 
 
 class JudgeFailure(RagmeterError):
-    """A judge verdict that could not be had: ``kind`` is invalid, truncated, refused or error.
+    """A judge verdict that could not be had: ``kind`` is invalid, truncated, refused, error or
+    too_long (the prompt does not fit the judge's context even without evidence; not sent).
     The message is redacted; ``raw`` keeps the judge's output as it came (``details`` carries a
     redacted copy of its start, for the store)."""
 
@@ -53,10 +55,13 @@ class JudgeFailure(RagmeterError):
         self.kind = kind
         self.raw = raw
         self.calls = calls or []
+        self.evidence: str | None = None  # how the evidence was trimmed, when it was
 
     @property
     def details(self) -> dict[str, Any]:
         out: dict[str, Any] = {"judge_failure": self.kind, "judge_calls": self.calls}
+        if self.evidence:
+            out["evidence_trimmed"] = self.evidence
         if self.raw is not None:
             out["judge_raw_output"] = redact_text(self.raw[:RAW_KEEP])
         return out
@@ -69,6 +74,8 @@ class Verdict(Generic[T]):
     prompt_version: str
     calls: list[int] = field(default_factory=list)
     repaired: bool = False
+    # how the evidence was trimmed to fit the judge's context (None: sent whole)
+    evidence: str | None = None
 
 
 def _errors(exc: ValidationError | ValueError) -> str:
@@ -132,7 +139,7 @@ class JudgeSession:
         exactly ``n`` items (a grammar-constrained server then cannot return fewer). A template
         the session swaps (``prompts``) is replaced by its other version."""
         prompt = load_prompt(self.prompts.get(prompt_name, prompt_name))
-        messages = render(prompt, values)
+        messages, evidence = await self._fit(prompt, values, max_tokens)
         schema = output.model_json_schema()
         if items is not None:
             field_name, count = items
@@ -141,11 +148,32 @@ class JudgeSession:
                 "minItems": count,
                 "maxItems": count,
             }
+        try:
+            verdict = await self._ask(prompt, messages, schema, output, case_id, max_tokens, check)
+        except JudgeFailure as exc:  # its details say the evidence was trimmed too
+            exc.evidence = evidence
+            raise
+        verdict.evidence = evidence
+        return verdict
+
+    async def _ask(
+        self,
+        prompt: Prompt,
+        messages: list[Message],
+        schema: dict[str, Any],
+        output: type[T],
+        case_id: str | None,
+        max_tokens: int,
+        check: Callable[[T], None] | None,
+    ) -> Verdict[T]:
         calls: list[int] = []
         reply = await self._call(prompt, messages, schema, max_tokens, case_id, "", calls)
         try:
             return Verdict(
-                self._accept(reply, output, check, calls), prompt.name, prompt.version, calls
+                self._accept(reply, output, check, calls),
+                prompt.name,
+                prompt.version,
+                calls,
             )
         except (ValidationError, ValueError) as exc:
             problem = _errors(exc)
@@ -158,6 +186,13 @@ class JudgeSession:
                 "JSON object in the required format.",
             },
         ]
+        if not await self._fits(repair, max_tokens):
+            raise JudgeFailure(
+                "invalid",
+                f"output invalid ({problem}) and no room for a repair in the judge's context",
+                reply.text,
+                calls,
+            )
         reply = await self._call(prompt, repair, schema, max_tokens, case_id, ":repair", calls)
         try:
             value = self._accept(reply, output, check, calls)
@@ -166,6 +201,58 @@ class JudgeSession:
                 "invalid", f"output invalid after one repair: {_errors(exc)}", reply.text, calls
             ) from exc
         return Verdict(value, prompt.name, prompt.version, calls, repaired=True)
+
+    def _window(self) -> int | None:
+        window = getattr(self.judge, "context_window", None)
+        return window if isinstance(window, int) and window > 0 else None
+
+    async def _count(self, messages: list[Message]) -> int:
+        count = getattr(self.judge, "count_tokens", None)
+        if count is None:
+            return estimate_tokens(messages)
+        try:
+            return int(await count(messages))
+        except JudgeError as exc:
+            raise JudgeFailure("error", str(exc)) from exc
+
+    async def _fits(self, messages: list[Message], max_tokens: int) -> bool:
+        window = self._window()
+        if window is None:
+            return True
+        return await self._count(messages) <= window - max_tokens - MARGIN_TOKENS
+
+    async def _fit(
+        self, prompt: Prompt, values: dict[str, str | list[str]], max_tokens: int
+    ) -> tuple[list[Message], str | None]:
+        """The prompt's messages, with the evidence trimmed to its best windows when the judge
+        has a context window the whole prompt and ``max_tokens`` do not fit in
+        (:mod:`ragmeter.judges.fitting`); and the note saying so (None: nothing trimmed)."""
+        window = self._window()
+        if window is None:
+            return render(prompt, values), None
+        contexts = values.get("contexts")
+        evidence = list(contexts) if isinstance(contexts, list) and contexts else []
+        query = " ".join(
+            " ".join(v) if isinstance(v, list) else v for k, v in values.items() if k != "contexts"
+        )
+
+        def with_contexts(texts: list[str]) -> list[Message]:
+            return render(prompt, {**values, "contexts": texts} if evidence else values)
+
+        limit = window - max_tokens - MARGIN_TOKENS
+        try:
+            messages, fit, _ = await fit_contexts(
+                evidence, query, with_contexts, self._count, limit
+            )
+        except OverflowError as exc:
+            raise JudgeFailure(
+                "too_long", f"not sent: {exc} ({window} tokens less max_tokens {max_tokens})"
+            ) from None
+        if fit is None:
+            return messages, None
+        return messages, (
+            f"evidence trimmed to fit {window} tokens: {fit.kept} of {fit.total} windows kept"
+        )
 
     def _accept(
         self,

@@ -30,12 +30,16 @@ class Item:
 
 
 def judge_details(session: JudgeSession, *verdicts: Verdict[Any]) -> dict[str, Any]:
-    return {
+    details = {
         "judge_model": session.judge.model,
         "prompt_versions": {v.prompt: v.prompt_version for v in verdicts},
         "judge_calls": [call for v in verdicts for call in v.calls],
         "repaired": any(v.repaired for v in verdicts),
     }
+    trimmed = [v.evidence for v in verdicts if v.evidence]
+    if trimmed:  # the evidence was cut to fit the judge's context
+        details["evidence_trimmed"] = "; ".join(dict.fromkeys(trimmed))
+    return details
 
 
 async def faithfulness(session: JudgeSession, item: Item) -> Values:

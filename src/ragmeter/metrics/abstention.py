@@ -112,6 +112,27 @@ def detect_abstention(response: Response, phrases: tuple[str, ...] = ()) -> tupl
     return False, "no abstention phrase"
 
 
+ABSTAINED = "the response abstained"  # the skip reason of the claim metrics, before the rule
+
+
+def refusal_rule(response: Response, phrases: tuple[str, ...] = ()) -> str | None:
+    """The rule by which :func:`detect_abstention` reads the response as a refusal (``field``,
+    ``empty answer``, ``phrase: could not find``, ``short non-answer: n/a``), or None when it
+    answered. The one notion of refusal: the claim metrics of every family skip what this
+    names, with the same phrases (``MetricSettings.abstention_phrases``) as the abstention
+    family."""
+    abstained, how = detect_abstention(response, phrases)
+    return how if abstained else None
+
+
+def skip_refusal(response: Response, phrases: tuple[str, ...] = ()) -> None:
+    """Raise :class:`SkipScore` ("the response abstained (phrase: could not find)") when the
+    response is a refusal by :func:`refusal_rule`: a refusal has no claims to grade."""
+    how = refusal_rule(response, phrases)
+    if how is not None:
+        raise SkipScore(f"{ABSTAINED} ({how})")
+
+
 def classify_answer(case: Case, response: Response, phrases: tuple[str, ...] = ()) -> str:
     """Seed 001's classes by a documented heuristic (no judge):
 

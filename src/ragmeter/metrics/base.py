@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
-from ragmeter.config import validate_grounding_model
+from ragmeter.config import DEFAULT_ID_SPACE_MIN_OVERLAP, validate_grounding_model
 from ragmeter.errors import RagmeterError
 from ragmeter.metrics.ir import Gain
 from ragmeter.models import Case, CaseResult, Response, Score
@@ -173,6 +173,9 @@ class MetricSettings:
     relevance_level: int = 1
     ndcg_gain: Gain = "linear"
     require_snippet: bool = False
+    # a dataset's retrieval fails as unmatchable under this share of its cases retrieving any of
+    # its gold ids (metrics.id_space.IdSpace; 0: no check)
+    id_space_min_overlap: float = DEFAULT_ID_SPACE_MIN_OVERLAP
     abstention_phrases: tuple[str, ...] = ()
     embedder: str = "minilm"
     # grounding_score: "auto" adds MiniLM word-piece alignment when the semantic extra loads,
@@ -257,6 +260,12 @@ class SkipScore(Exception):
     the declared inputs cannot express (e.g. a reference answer without numbers)."""
 
 
+class FailScore(Exception):
+    """Raised by a metric's compute function when the case cannot be measured for a reason the
+    user must see as it is (its message is the failed score's reason, without the exception's
+    name): e.g. retrieved ids that can never match the gold ids."""
+
+
 MetricFamily = Callable[[MetricSettings], list[Metric]]
 
 
@@ -323,7 +332,7 @@ def _failed(metric: Metric, case: Case, exc: Exception) -> Score:
         metric.name,
         None,
         "failed",
-        f"{type(exc).__name__}: {exc}",
+        str(exc) if isinstance(exc, FailScore) else f"{type(exc).__name__}: {exc}",
         getattr(exc, "details", {}),  # e.g. a judge's raw output
     )
 

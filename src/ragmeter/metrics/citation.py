@@ -15,7 +15,8 @@ from collections.abc import Callable
 
 from ragmeter.metrics.base import Metric, MetricOutput, MetricSettings, SkipScore
 from ragmeter.metrics.markers import strip_markers
-from ragmeter.metrics.retrieval import all_passages, case_level, matches
+from ragmeter.metrics.passages import all_passages, case_level
+from ragmeter.metrics.retrieval import matches
 from ragmeter.metrics.shared import SharedDetails
 from ragmeter.metrics.textmatch import content_tokens, fold
 from ragmeter.models import Case, Citation, GoldPassage, Response, RetrievedChunk

@@ -40,6 +40,7 @@ from ragmeter.judges.cache import JudgeStore
 from ragmeter.judges.cost import Budget, BudgetReachedError, price_for
 from ragmeter.judges.session import JudgeFailure, JudgeSession
 from ragmeter.judges.tasks import TASKS, Item, Task
+from ragmeter.metrics.abstention import ABSTAINED, refusal_rule
 from ragmeter.metrics.base import (
     INPUTS,
     Metric,
@@ -55,6 +56,9 @@ BUDGET = "budget reached"
 EMPTY_ANSWER = "empty answer (nothing to judge)"
 NO_CONTEXTS = "target retrieved no chunks"
 EMBEDDING_TASKS = frozenset({"answer_relevancy", "answer_correctness"})
+# the tasks that grade the claims of the answer: a refusal (the abstention family's rules, or
+# the abstention judge's verdict when it judged the case) is skipped, never judged
+CLAIM_TASKS = frozenset({"faithfulness", "groundedness"})
 
 
 class JudgedScoreError(Exception):
@@ -79,7 +83,7 @@ def make_item(case: Case, response: Response, settings: JudgeSettings) -> Item:
         question=case.question,
         answer=response.answer,
         reference=case.reference_answer,
-        contexts=[chunk.text[: settings.max_context_chars] for chunk in chunks],
+        contexts=[chunk.text[: settings.context_chars] for chunk in chunks],
         answerable=case.answerable,
         abstained=response.abstained,
         citations=cited_sources(response, chunks) if response.has("citations") else None,
@@ -111,9 +115,14 @@ class JudgedState:
     judge of the run's settings (None: every judged score is skipped)."""
 
     def __init__(
-        self, tasks: list[Task], embedder: str = "minilm", judge: JudgeSettings | None = None
+        self,
+        tasks: list[Task],
+        embedder: str = "minilm",
+        judge: JudgeSettings | None = None,
+        phrases: tuple[str, ...] = (),
     ) -> None:
         self.tasks = tasks
+        self.phrases = phrases  # MetricSettings.abstention_phrases: refusals by phrase
         self.embedder = embedder
         self.embedder_problem: str | None = None  # why embedding tasks fell back, if they did
         self.settings = judge
@@ -162,13 +171,9 @@ class JudgedState:
         )
         self.session = session
         try:
-            jobs = [
-                self._run(session, task, case, response, settings)
-                for case, response in pairs
-                for task in self.tasks
-                if applies(task, case, response)
-            ]
-            await asyncio.gather(*jobs)
+            await asyncio.gather(
+                *(self._run_case(session, case, response, settings) for case, response in pairs)
+            )
         finally:
             await judge.aclose()
             store.close()
@@ -190,6 +195,37 @@ class JudgedState:
 
         return embed
 
+    async def _run_case(
+        self, session: JudgeSession, case: Case, response: Response, settings: JudgeSettings
+    ) -> None:
+        """Every applicable task of one case, concurrently, except that the claim tasks wait
+        for the abstention task when both run: a refusal the judge finds is not graded."""
+        tasks = [task for task in self.tasks if applies(task, case, response)]
+        first = [t for t in tasks if t.name == "abstention"]
+        after = [t for t in tasks if t.name in CLAIM_TASKS] if first else []
+
+        async def ordered() -> None:
+            for task in first:
+                await self._run(session, task, case, response, settings)
+            await asyncio.gather(*(self._run(session, t, case, response, settings) for t in after))
+
+        rest = [t for t in tasks if t not in first and t not in after]
+        await asyncio.gather(
+            ordered(), *(self._run(session, t, case, response, settings) for t in rest)
+        )
+
+    def refusal(self, case: Case, response: Response) -> str | None:
+        """The rule that makes the response a refusal: the abstention family's (field, empty
+        answer, phrase, short non-answer), else ``judge`` when the abstention judge of this
+        pass judged it abstained; None when it answered."""
+        how = refusal_rule(response, self.phrases)
+        if how is not None:
+            return how
+        verdict = self.outcomes.get(("judged_abstention_accuracy", case.case_id))
+        if isinstance(verdict, tuple) and verdict[1].get("detected_by") == "judge" and verdict[0]:
+            return "judge"
+        return None
+
     async def _run(
         self,
         session: JudgeSession,
@@ -202,6 +238,11 @@ class JudgedState:
         if task.needs_answer and not item.answer.strip():
             self._set(task, case.case_id, SkipScore(EMPTY_ANSWER))
             return
+        if task.name in CLAIM_TASKS:
+            how = self.refusal(case, response)
+            if how is not None:  # no claims to grade: skipped without a call
+                self._set(task, case.case_id, SkipScore(f"{ABSTAINED} ({how})"))
+                return
         if "retrieved" in task.requires and not item.contexts:
             if task.name == "context_recall":
                 self._set(task, case.case_id, (0.0, {"no_contexts": True}))
@@ -318,7 +359,7 @@ def ragas_composite(
 def judged_metrics(settings: MetricSettings) -> list[Metric]:
     """Every judged metric, declared by its task (``ragmeter.judges.tasks.TASKS``)."""
     tasks = selected_tasks(settings.judge)
-    state = JudgedState(tasks, settings.embedder, settings.judge)
+    state = JudgedState(tasks, settings.embedder, settings.judge, settings.abstention_phrases)
     prepare = state.prepare  # one object, so the engine prepares the family once
     chosen = {task.name for task in tasks}
     composite = [

@@ -235,7 +235,7 @@ def _month(name: str) -> int:
 
 
 class TakenSpans:
-    """The parts of a text already read as a date or number: a sorted union of half-open
+    """The parts of a text already read as a date or number: sorted, non-overlapping half-open
     character spans, so a reply of many thousand numbers is read in n log n, not n²."""
 
     def __init__(self) -> None:
@@ -253,8 +253,8 @@ class TakenSpans:
     def add(self, start: int, end: int) -> None:
         if end <= start:
             return
-        first = bisect_left(self.ends, start)  # spans touching or overlapping are merged
-        after = bisect_right(self.starts, end)
+        first = bisect_right(self.ends, start)  # overlapping spans are merged (touching ones
+        after = bisect_left(self.starts, end)  # are not: an empty span between them is free)
         if first < after:
             start, end = min(start, self.starts[first]), max(end, self.ends[after - 1])
         self.starts[first:after] = [start]

@@ -17,7 +17,8 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from ragmeter.metrics.base import Metric, MetricOutput
-from ragmeter.metrics.retrieval import all_passages, case_level, matches
+from ragmeter.metrics.passages import all_passages, case_level
+from ragmeter.metrics.retrieval import matches
 from ragmeter.metrics.shared import SharedDetails
 from ragmeter.models import Case, CaseResult, GoldPassage, Response
 

@@ -13,9 +13,23 @@ import numpy as np
 from ragmeter.metrics.operational import coverage_by_doc_type
 from ragmeter.metrics.pipeline import BudgetGroups, add_budget_latencies, budget_rows
 from ragmeter.models import Case, CaseResult
+from ragmeter.redaction import redact_text
 
 LATENCY_QUANTILES = (50, 95, 99)
+# an error type's example message is cut to this many characters (start ... end)
+EXAMPLE_CHARS = 160
 _COUNTS = ("cases", "errors", "empty", "retrieval_reported", "gold_retrieved")
+
+
+def example_message(message: str | None) -> str:
+    """A failed case's message as its error type's example: secrets masked, on one line, cut
+    to ``EXAMPLE_CHARS`` characters (the start and the end kept: an HTTP 422's end names the
+    field)."""
+    text = " ".join(redact_text(message or "").split())
+    if len(text) <= EXAMPLE_CHARS:
+        return text
+    half = (EXAMPLE_CHARS - 5) // 2
+    return f"{text[:half]} ... {text[-half:]}"
 
 
 def percentiles(values: array[float] | list[float]) -> dict[str, float | int]:
@@ -33,6 +47,9 @@ class PerformanceTally:
         self.with_cases = with_cases
         self.stages: dict[str, array[float]] = {}
         self.errors: Counter[str] = Counter()
+        # error type -> the message of its first failed case (reports/failures.py shows it)
+        self.error_examples: dict[str, str] = {}
+        self.formats: Counter[str] = Counter()
         self.costs = array("d")
         self.priced = 0
         self.answered = 0
@@ -45,11 +62,16 @@ class PerformanceTally:
         self.priced += priced
         for result in results:
             if result.status != "ok":
-                self.errors[result.error_type or "unknown"] += 1
+                kind = result.error_type or "unknown"
+                self.errors[kind] += 1
+                if kind not in self.error_examples:
+                    self.error_examples[kind] = example_message(result.error_message)
             response = result.response
             if response is None:
                 continue
             self.answered += 1
+            if response.response_format:  # how the target's reply was read (targets/formats.py)
+                self.formats[response.response_format] += 1
             for stage, value in response.latency_ms.items():
                 self.stages.setdefault(stage, array("d")).append(float(value))
             usage = response.usage
@@ -71,6 +93,9 @@ class PerformanceTally:
                 stage: percentiles(self.stages[stage]) for stage in ordered if stage in self.stages
             },
             "errors_by_type": dict(self.errors),
+            # response format -> answers read in it ("native", "llamaindex", ..., "mapping")
+            "response_formats": dict(self.formats.most_common()),
+            "error_examples": dict(self.error_examples),
             "cost": {
                 "system": {
                     "n_costed": len(costs),

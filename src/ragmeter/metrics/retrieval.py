@@ -14,6 +14,14 @@ items the system retrieved, at the first level the labels allow:
 With ``require_snippet``, a chunk matches a passage that lists snippets only if its text holds
 one of them. The ranking is the system's own order (``rank``), not its scores. The level used is
 stored in every score's details.
+
+Before a run's cases are scored, :class:`IdSpace` checks that the retrieved ids can match the
+gold ids at all: for each dataset and level, under ``id_space_min_overlap`` of its cases (that
+retrieved items with ids) retrieving any gold id of the dataset, its retrieval scores fail with
+``retrieved ids never match gold ids (example: ...)`` instead of reading 0; chunk-level cases
+whose gold passages all carry a ``doc_id`` are then matched by document when the retrieved
+doc ids do meet the gold ones (random chunk ids, such as LlamaIndex's, with the file names
+reported as ``doc_id``).
 """
 
 from __future__ import annotations
@@ -22,9 +30,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ragmeter.metrics.base import NOT_REPORTED, Metric, MetricOutput, MetricSettings, SkipScore
+from ragmeter.metrics.base import (
+    NOT_REPORTED,
+    FailScore,
+    Metric,
+    MetricOutput,
+    MetricSettings,
+    SkipScore,
+)
+from ragmeter.metrics.id_space import IdSpace
 from ragmeter.metrics.ir import Measure, query_measures
 from ragmeter.metrics.ir.query import measure_plan
+from ragmeter.metrics.passages import Level, all_passages, case_level, ranked_chunks
 from ragmeter.metrics.shared import SharedDetails
 from ragmeter.models import (
     HEADING_DELIMITER,
@@ -36,7 +53,6 @@ from ragmeter.models import (
     normalize_heading_path,
 )
 
-Level = str
 # starts with NOT_REPORTED: such a case lowers the metric's coverage
 NO_CHUNK_IDS = (
     f"{NOT_REPORTED} chunk ids: its retrieved chunks have no id (or chunk_id), so the "
@@ -63,21 +79,6 @@ class Judged:
 
 def _fold(text: str) -> str:
     return " ".join(text.lower().split())
-
-
-def all_passages(case: Case) -> list[GoldPassage]:
-    passages = list(case.gold_passages)
-    for group in case.required_support_groups:
-        passages.extend(p for p in group.passages if p not in passages)
-    return passages
-
-
-def case_level(passages: list[GoldPassage]) -> Level:
-    if any(p.chunk_id for p in passages):
-        return "chunk"
-    if any(p.doc_id for p in passages):
-        return "doc"
-    return "anchor"
 
 
 def anchor_key(passage: GoldPassage) -> str:
@@ -138,13 +139,13 @@ def matches(
     return hit and _snippet_ok(passage, text, require_snippet)
 
 
-def ranked_chunks(response: Response) -> list[RetrievedChunk]:
-    return sorted(response.retrieved, key=lambda c: c.rank if c.rank is not None else 10**9)
-
-
-def judge_case(case: Case, response: Response, require_snippet: bool = False) -> Judged:
+def judge_case(
+    case: Case, response: Response, require_snippet: bool = False, level: Level | None = None
+) -> Judged:
+    """The case as a TREC query, at its own level (``level``: at that one instead, e.g. ``doc``
+    when the id-space check matches its chunks by document)."""
     passages = all_passages(case)
-    level = case_level(passages)
+    level = level or case_level(passages)
     keyed = [(p, key) for p in passages if (key := passage_key(p, level)) is not None]
     qrel: dict[str, int] = {}
     for passage, key in keyed:
@@ -171,11 +172,12 @@ class CaseMemo:
     def __init__(self, settings: MetricSettings, measures: list[Measure]) -> None:
         self.settings = settings
         self.measures = measures
+        self.id_space = IdSpace(settings.id_space_min_overlap)
         # (case, response, (values, details)): the objects are held, so the identity check
         # below cannot be fooled; one tuple, replaced whole, so a reader never mixes two cases
         self._last: tuple[Case | None, Response | None, tuple[dict[str, float], dict[str, Any]]]
         self._last = (None, None, ({}, {"level": "chunk"}))
-        self._details: dict[Level, dict[str, Any]] = {}
+        self._details: dict[tuple[Level, str | None], dict[str, Any]] = {}
         self._plan = measure_plan(measures)  # each measure's declaration, looked up once
 
     def details(self) -> dict[str, Any]:
@@ -183,10 +185,14 @@ class CaseMemo:
         the run's scores (never changed once made), so the store writes its JSON once."""
         return self._last[2][1]
 
-    def _details_of(self, level: Level) -> dict[str, Any]:
-        found = self._details.get(level)
+    def _details_of(self, level: Level, id_space: str | None = None) -> dict[str, Any]:
+        """``{"level": ...}`` (and ``id_space``: why the id-space check chose that level)."""
+        found = self._details.get((level, id_space))
         if found is None:
-            found = self._details[level] = {"level": level}
+            found = {"level": level}
+            if id_space:
+                found["id_space"] = id_space
+            self._details[(level, id_space)] = found
         return found
 
     def scored(self, case: Case, response: Response) -> tuple[dict[str, float], dict[str, Any]]:
@@ -194,8 +200,14 @@ class CaseMemo:
         last = self._last
         if last[0] is case and last[1] is response:
             return last[2]
-        judged = judge_case(case, response, self.settings.require_snippet)
-        check_chunk_ids(judged.level, response)
+        own = case_level(all_passages(case))
+        verdict = self.id_space.verdict(case)
+        level = verdict.level if verdict is not None and verdict.level else own
+        if level == own:  # matched by document instead: the chunk ids are not needed
+            check_chunk_ids(own, response)
+        if verdict is not None and verdict.failure is not None:
+            raise FailScore(verdict.failure)
+        judged = judge_case(case, response, self.settings.require_snippet, level)
         values = query_measures(
             judged.ranked,
             judged.qrel,
@@ -204,7 +216,7 @@ class CaseMemo:
             self.settings.ndcg_gain,
             plan=self._plan,
         )
-        found = (values, self._details_of(judged.level))
+        found = (values, self._details_of(level, verdict.note if verdict is not None else None))
         self._last = (case, response, found)
         return found
 
@@ -223,9 +235,16 @@ def measure_reader(memo: CaseMemo, label: str) -> Callable[[Case, Response], Met
     return compute
 
 
-def _groups_found(case: Case, response: Response, k: int, require_snippet: bool) -> list[bool]:
-    level = case_level(all_passages(case))
-    check_chunk_ids(level, response)
+def _groups_found(
+    case: Case, response: Response, k: int, require_snippet: bool, id_space: IdSpace | None = None
+) -> list[bool]:
+    own = case_level(all_passages(case))
+    verdict = id_space.verdict(case) if id_space is not None else None
+    level = verdict.level if verdict is not None and verdict.level else own
+    if level == own:
+        check_chunk_ids(own, response)
+    if verdict is not None and verdict.failure is not None:
+        raise FailScore(verdict.failure)
     top = ranked_chunks(response)[:k]
     return [
         any(matches(p, chunk, level, require_snippet) for p in group.passages for chunk in top)
@@ -242,8 +261,9 @@ class GroupsMemo:
     (``recall_any_at_k`` and ``recall_all_at_k`` read the same ones). The case and response are
     held, so the identity check cannot be fooled; one tuple, replaced whole."""
 
-    def __init__(self, require_snippet: bool) -> None:
+    def __init__(self, require_snippet: bool, id_space: IdSpace | None = None) -> None:
         self.require_snippet = require_snippet
+        self.id_space = id_space
         self._last: tuple[Case | None, Response | None, dict[int, Found]]
         self._last = (None, None, {})
 
@@ -253,7 +273,7 @@ class GroupsMemo:
             last = self._last = (case, response, {})
         known = last[2].get(k)
         if known is None:
-            found = _groups_found(case, response, k, self.require_snippet)
+            found = _groups_found(case, response, k, self.require_snippet, self.id_space)
             known = last[2][k] = (found, {"groups_found": sum(found), "groups": len(found)})
         return known
 
@@ -312,12 +332,14 @@ def retrieval_metrics(settings: MetricSettings) -> list[Metric]:
     measures: list[Measure] = [Measure(name, k) for _, name, _ in per_k for k in settings.ks]
     measures += [Measure("recip_rank"), Measure("map"), Measure("Rprec")]
     memo = CaseMemo(settings, measures)
+    hooks = memo.id_space.hooks()  # the id-space check, before any case is scored
     metrics = [
         Metric(
             template.format(k=k),
             "retrieval",
             measure_reader(memo, Measure(name, k).label),
             needs,
+            **hooks,
             description=text.format(k=k),
             kind="binary" if name == "success" else "proportion",
         )
@@ -330,6 +352,7 @@ def retrieval_metrics(settings: MetricSettings) -> list[Metric]:
             "retrieval",
             measure_reader(memo, "recip_rank"),
             needs,
+            **hooks,
             description="reciprocal rank of the first relevant item (no cutoff)",
             kind="proportion",
         ),
@@ -338,6 +361,7 @@ def retrieval_metrics(settings: MetricSettings) -> list[Metric]:
             "retrieval",
             measure_reader(memo, "map"),
             needs,
+            **hooks,
             description="average precision over all relevant items",
             kind="proportion",
         ),
@@ -346,17 +370,19 @@ def retrieval_metrics(settings: MetricSettings) -> list[Metric]:
             "retrieval",
             measure_reader(memo, "Rprec"),
             needs,
+            **hooks,
             description="precision at R, the number of relevant items",
             kind="proportion",
         ),
     ]
-    groups = GroupsMemo(settings.require_snippet)
+    groups = GroupsMemo(settings.require_snippet, memo.id_space)
     metrics += [
         Metric(
             f"recall_any_at_{k}",
             "retrieval",
             _recall_any(k, groups),
             ("support_groups", "retrieved"),
+            **hooks,
             description=f"multi-hop: 1 if the top {k} hold evidence for any support group",
             kind="binary",
         )
@@ -368,6 +394,7 @@ def retrieval_metrics(settings: MetricSettings) -> list[Metric]:
             "retrieval",
             _recall_all(k, groups),
             ("support_groups", "retrieved"),
+            **hooks,
             description=f"multi-hop: 1 if the top {k} hold evidence for every support group",
             kind="binary",
         )

@@ -13,6 +13,7 @@ from rich.text import Text
 
 from ragmeter.models import MetricSummary, RunRecord
 from ragmeter.reports.console import Fit, format_total, format_value
+from ragmeter.reports.html.format import change_text, change_unit
 from ragmeter.reports.terminal import inert, inert_text
 from ragmeter.scoring.compare import Comparison, MetricComparison
 from ragmeter.scoring.pareto import ParetoPoint
@@ -24,7 +25,12 @@ _VERDICT = {
     "no_difference": "[dim]=[/dim]",
     "not_paired": "[dim]unpaired[/dim]",
 }
-_TEST = {"mcnemar_exact": "McN", "sign_flip_permutation": "perm"}
+_TEST = {
+    "mcnemar_exact": "McN",
+    "sign_flip_permutation": "perm",
+    "paired_stratified_bootstrap": "boot",
+    "paired_quantile_bootstrap": "boot",
+}
 _CORRECTION = {
     "holm": "Holm correction",
     "bh": "Benjamini-Hochberg correction",
@@ -65,10 +71,12 @@ def _signed(value: float) -> str:
 
 
 def _paired(row: MetricComparison) -> str:
-    """The paired difference: a total's change over the shared cases, else the mean one."""
+    """The paired difference: a total's change over the shared cases, a percentile's own
+    change (``latency_p95``: the p95's), else the mean one; with its unit (``-1983.9 ms``)."""
     if row.total_diff is not None:
         return _signed(row.total_diff)
-    return _number(row.mean_diff)
+    unit = change_unit(row)
+    return change_text(row.mean_diff, unit=unit) if unit else _number(row.mean_diff)
 
 
 def _metric_label(row: MetricComparison) -> str:
@@ -87,10 +95,11 @@ def comparison_table(comparison: Comparison, show_all: bool = False) -> Fit:
     adjusted = f"p {comparison.correction}" if comparison.correction != "none" else "p adj"
     caption = (
         "paired Δ: mean of candidate - baseline over shared cases (for a total: the change "
-        "in the total over them); effect: d_z (perm) or Δ (McNemar); McN: exact McNemar; "
-        f"perm: sign-flip permutation; {adjusted}: p corrected over the gated metrics, which "
-        f"the verdict reads; MDE: smallest change detectable at power {comparison.power:g} "
-        "(per case); *: not gated"
+        "in the total over them; for a percentile such as latency_p95: the change of that "
+        "percentile over them), in the metric's unit; effect: d_z (perm) or Δ (McNemar); "
+        "McN: exact McNemar; perm: sign-flip permutation; boot: paired bootstrap; "
+        f"{adjusted}: p corrected over the gated metrics, which the verdict reads; MDE: "
+        f"smallest change detectable at power {comparison.power:g} (per case); *: not gated"
     )
     wide = Table(title=title, title_justify="left", caption=caption)
     wide.add_column("metric", no_wrap=True)

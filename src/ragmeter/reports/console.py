@@ -476,6 +476,10 @@ def print_run(record: RunRecord, console: Console) -> None:
         console.print(noise)
     if record.judge_reliability:
         console.print(reliability_line(record.judge_reliability))
+    from ragmeter.reports.perspectives import summary_notes  # it imports this module
+
+    for note in summary_notes(record):
+        console.print(note)
     console.print(
         f"run [bold]{inert(record.id)}[/bold] · {inert(record.status)} · "
         f"datasets: {', '.join(map(inert, record.datasets))} · "

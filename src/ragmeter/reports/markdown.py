@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ragmeter.models import MetricSummary, RunRecord, Scorecard, TargetResult
 from ragmeter.reports.console import format_value, target_value, under_coverage
+from ragmeter.reports.failures import failure_summary
 from ragmeter.reports.perspectives import by_perspective, target_perspective
 from ragmeter.scoring.targets import target_condition
 
@@ -67,6 +68,32 @@ def _target_rows(results: list[TargetResult], scorecard: Scorecard | None) -> li
     return rows
 
 
+def _failure_lines(record: RunRecord) -> list[str]:
+    """The failure summary (``reports/failures.py``): failed cases by error type with an
+    example each, metrics skipped on every case with the reason."""
+    summary = failure_summary(record)
+    if not summary:
+        return []
+    lines = ["", "## Failures and skips", ""]
+    if summary.all_failed:
+        lines += [
+            f"**Every case failed** ({summary.failed} of {summary.questions}): nothing was "
+            "measured.",
+            "",
+        ]
+    elif summary.failed:
+        lines += [f"{summary.failed} of {summary.questions} case(s) failed (target errors).", ""]
+    for group in summary.errors:
+        example = f": {md_text(group.example)}" if group.example else ""
+        lines.append(f"- {md_text(group.error_type)} {group.count}{example}")
+    for skipped in summary.skipped:
+        lines.append(
+            f"- {md_text(skipped.names(None))}: skipped on {skipped.where}: "
+            f"{md_text(skipped.reason)}"
+        )
+    return lines
+
+
 def render_markdown(record: RunRecord) -> str:
     """The run as a Markdown document."""
     config = record.config
@@ -96,6 +123,7 @@ def render_markdown(record: RunRecord) -> str:
         if thin:
             notes.append(thin)
         lines.append(f"- weighted score: {shown}" + (f" ({'; '.join(notes)})" if notes else ""))
+    lines += _failure_lines(record)
     targets: dict[str, list[TargetResult]] = {}
     for result in record.targets:
         targets.setdefault(target_perspective(result, record), []).append(result)

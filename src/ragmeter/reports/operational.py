@@ -91,8 +91,23 @@ def index_stats_line(stats: dict[str, Any] | None) -> str | None:
     return f"index stats ({source}): " + " · ".join(parts + versions)
 
 
+def response_format_line(record: RunRecord) -> str | None:
+    """``replies read as llamaindex (26, response format auto)``: how the target's replies were
+    read (targets/formats.py); nothing for ragmeter's own format or a run stored before."""
+    formats: dict[str, Any] = record.performance.get("response_formats") or {}
+    if not formats or set(formats) == {"native"}:
+        return None
+    target = record.config.get("target") if isinstance(record.config, dict) else None
+    chosen = target.get("response_format") if isinstance(target, dict) else None
+    counts = ", ".join(f"{inert(str(name))} ({count})" for name, count in formats.items())
+    return f"replies read as {counts}" + (
+        f" · response format {inert(str(chosen))}" if chosen else ""
+    )
+
+
 def operational_renderables(record: RunRecord) -> list[RenderableType]:
     found: list[RenderableType | None] = [
+        response_format_line(record),
         budgets_table(record.performance.get("latency_budgets") or []),
         doc_type_table(record.performance.get("coverage_by_doc_type") or {}),
         index_stats_line(record.index_stats),

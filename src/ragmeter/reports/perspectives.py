@@ -22,6 +22,8 @@ from ragmeter.reports.console import (
     targets_table,
     weighted_line,
 )
+from ragmeter.reports.failures import SkipGroup, failure_summary
+from ragmeter.reports.operational import response_format_line
 from ragmeter.reports.terminal import inert
 from ragmeter.runner.selection import TARGET_PERSPECTIVE_ALIASES
 
@@ -36,7 +38,15 @@ HEADLINES: dict[str, tuple[str, ...]] = {
     "operational": ("latency_p95", "error_rate"),
 }
 
-__all__ = ["HEADLINES", "by_perspective", "headline_metrics", "print_compact", "target_perspective"]
+__all__ = [
+    "HEADLINES",
+    "by_perspective",
+    "failure_notes",
+    "headline_metrics",
+    "print_compact",
+    "summary_notes",
+    "target_perspective",
+]
 
 
 def by_perspective(record: RunRecord) -> dict[str, list[MetricSummary]]:
@@ -98,17 +108,63 @@ def _headline_table(record: RunRecord) -> Table:
     return table
 
 
-def failure_notes(record: RunRecord) -> list[str]:
-    """What failed: target errors, metrics with failed scores, failed or unmeasured targets."""
+def summary_notes(record: RunRecord, headline: list[str] | None = None) -> list[str]:
+    """The failure summary (``reports/failures.py``) as console lines: the failed cases by
+    error type with an example each, the metrics skipped on every case with the reason (text
+    from the run made inert). With ``headline`` (the compact view) only the reasons of those
+    metrics, the others of the same reason counted."""
+    summary = failure_summary(record, headline)
+    skipped = summary.skipped
+    if headline is not None:
+        skipped = [
+            SkipGroup(group.reason, group.metrics, shown, group.partly_failed)
+            for group in skipped
+            if (shown := sum(name in headline for name in group.metrics))
+        ]
     notes = []
-    if record.error_count:
-        notes.append(f"[red]{record.error_count} case(s) got no answer (target errors)[/red]")
+    if summary.failed:
+        head = f"{summary.failed} of {summary.questions} case(s) failed (target errors)"
+        if summary.all_failed:
+            head = f"every case failed ({summary.failed} of {summary.questions}): nothing measured"
+        notes.append(f"[red]{head}[/red]")
+        for group in summary.errors:
+            example = f": {inert(group.example)}" if group.example else ""
+            notes.append(f"  [red]{inert(group.error_type)}[/red] {group.count}{example}")
+    for skip in skipped:
+        notes.append(f"[yellow]{inert(skip.line())}[/yellow]")
+    return notes
+
+
+def failure_notes(record: RunRecord) -> list[str]:
+    """What failed: target errors by type, metrics skipped on every case, metrics with failed
+    scores, failed or unmeasured targets."""
+    headline = [
+        summary.name
+        for perspective, summaries in by_perspective(record).items()
+        for summary in headline_metrics(perspective, summaries)
+    ]
+    notes = summary_notes(record, headline)
     if record.scorecard is not None:
+        # a target error fails every metric of its case, which the summary above says: the
+        # metrics listed here failed on more cases than that (a judge error, a bad value)
+        errors = record.error_count
         failing = [
-            f"{inert(m.name)} ({m.n_failed})" for m in record.scorecard.metrics if m.n_failed
+            f"{inert(m.name)} ({m.n_failed})"
+            for m in record.scorecard.metrics
+            if m.n_failed > errors
         ]
         if failing:
-            notes.append(f"[red]metrics with failed scores:[/red] {', '.join(failing)}")
+            label = "metrics with failed scores" + (" besides target errors" if errors else "")
+            notes.append(f"[red]{label}:[/red] {', '.join(failing)}")
+        # metrics measured on no case, and why (one reason, e.g. retrieved ids that never
+        # match the gold ids): grouped by reason
+        unmeasured: dict[str, list[str]] = {}
+        for m in record.scorecard.metrics:
+            if m.fail_reason and m.n_failed > errors and not m.n_scored:
+                unmeasured.setdefault(" ".join(m.fail_reason.split()), []).append(m.name)
+        for reason, names in unmeasured.items():
+            listed = ", ".join(names[:6]) + (f" (+{len(names) - 6} more)" if len(names) > 6 else "")
+            notes.append(f"[red]not measured:[/red] {inert(listed)}: {inert(reason)}")
     missed = [inert(t.metric) for t in record.targets if t.status == "fail"]
     if missed:
         notes.append(f"[red]targets failed:[/red] {', '.join(missed)}")
@@ -128,6 +184,9 @@ def print_compact(record: RunRecord, console: Console) -> None:
         console.print(note)
     if record.judge_reliability:
         console.print(reliability_line(record.judge_reliability))
+    formats = response_format_line(record)  # what read the target's replies (targets/formats.py)
+    if formats:
+        console.print(formats)
     total = len(record.scorecard.metrics) if record.scorecard is not None else 0
     console.print(
         f"run [bold]{inert(record.id)}[/bold] · {inert(record.status)} · "

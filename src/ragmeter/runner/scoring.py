@@ -66,6 +66,7 @@ def metric_settings(config: EvalConfig, judge: JudgeSettings | None = None) -> M
         relevance_level=config.relevance_level,
         ndcg_gain=config.ndcg_gain,
         require_snippet=config.require_snippet,
+        id_space_min_overlap=config.id_space_min_overlap,
         abstention_phrases=tuple(config.abstention_phrases),
         embedder=config.embedder,
         grounding_model=config.grounding_model,
@@ -328,6 +329,29 @@ def score_run(
         return finish_scoring(store, run_id, config, metrics, columns, tally, stop)
 
 
+def note_skip_reasons(store: RunStore, run_id: str, scorecard: Scorecard) -> None:
+    """Give each metric skipped on every case (or every case that did not fail) its reason
+    (``skip_reason``), which the scorecard shows (``reports/failures.py``)."""
+    everywhere = [m for m in scorecard.metrics if m.n_skipped and not m.n_scored]
+    if not everywhere:
+        return
+    reasons = store.skip_reasons(run_id, [m.name for m in everywhere])
+    for summary in everywhere:
+        summary.skip_reason = reasons.get(summary.name)
+
+
+def note_fail_reasons(store: RunStore, run_id: str, scorecard: Scorecard) -> None:
+    """Give each metric that failed on some cases and was scored on none the reason of its
+    failures (``fail_reason``: e.g. retrieved ids that never match the gold ids), which the
+    scorecard shows."""
+    unmeasured = [m for m in scorecard.metrics if m.n_failed and not m.n_scored]
+    if not unmeasured:
+        return
+    reasons = store.fail_reasons(run_id, [m.name for m in unmeasured])
+    for summary in unmeasured:
+        summary.fail_reason = reasons.get(summary.name)
+
+
 def finish_scoring(
     store: RunStore,
     run_id: str,
@@ -343,6 +367,8 @@ def finish_scoring(
     scorecard, breakdowns = aggregate_columns(
         columns, metrics, config.bootstrap_resamples, config.seed, config.failed_as
     )
+    note_skip_reasons(store, run_id, scorecard)
+    note_fail_reasons(store, run_id, scorecard)
     extras = RunRecord(
         id=run_id,
         name="",

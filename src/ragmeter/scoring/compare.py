@@ -40,18 +40,21 @@ no case (:func:`check_comparable`).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, Field
 
 from ragmeter.config import DEFAULT_COVERAGE_FLOOR
 from ragmeter.errors import InputError
 from ragmeter.metrics.base import lowers_coverage
 from ragmeter.models import MetricSummary, RunRecord
 from ragmeter.runfile import RunFile
+from ragmeter.scoring.bootstrap import QUANTILES
+from ragmeter.scoring.comparison import Comparison as Comparison
+from ragmeter.scoring.comparison import MetricComparison as MetricComparison
+from ragmeter.scoring.comparison import OneSidedMetric as OneSidedMetric
+from ragmeter.scoring.comparison import Verdict as Verdict
 from ragmeter.scoring.power import (
-    DEFAULT_POWER,
     Correction,
     adjust_p_values,
     minimum_detectable_effect,
@@ -64,11 +67,10 @@ from ragmeter.scoring.stats import (
     cohens_dz,
     mcnemar_exact,
     paired_bootstrap_interval,
+    paired_quantile_difference,
     sign_flip_test,
 )
 from ragmeter.store.sqlite import RunStore
-
-Verdict = Literal["better", "worse", "regression", "no_difference", "not_paired"]
 
 
 class RunScores:
@@ -136,80 +138,6 @@ def _by_case(values: dict[str, float]) -> dict[str, float]:
     if not any(repeat_number(case_id) > 1 for case_id in values):
         return values
     return mean_by_case(values, {case_id: base_id(case_id) for case_id in values})
-
-
-class MetricComparison(BaseModel):
-    metric: str
-    group: str
-    higher_is_better: bool
-    unit: str | None = None
-    metric_kind: str | None = None  # the metric's declared kind (binary, proportion, ...)
-    aggregation: str = "mean"  # how the run's value is made from the cases (mean, sum, p50...)
-    baseline: float | None
-    candidate: float | None
-    delta: float | None
-    n_paired: int
-    kind: Literal["binary", "continuous", "none"]
-    test: str
-    mean_diff: float | None = None
-    total_diff: float | None = None  # a sum's change over the shared cases (sums only)
-    ci_low: float | None = None
-    ci_high: float | None = None
-    effect_size: float | None = None
-    p_value: float | None = None
-    # the p value corrected with the other gated metrics' (the verdict reads it)
-    p_adjusted: float | None = None
-    # the smallest change the comparison would detect (power 0.8), in the metric's per-case
-    # units, and what its spread came from (paired differences, or the runs' own spreads)
-    mde: float | None = None
-    mde_basis: str | None = None
-    # the worsening that makes a significant change a regression
-    margin_needed: float | None = None
-    # paired cases over paired + cases either run failed or did not report (store runs)
-    coverage: float | None = None
-    pass_to_fail: list[str] = Field(default_factory=list)
-    fail_to_pass: list[str] = Field(default_factory=list)
-    verdict: Verdict = "no_difference"
-    gated: bool = True
-    # why a gated metric could not be compared (not paired, coverage under the floor): a
-    # gate fails on it
-    gate_failure: str | None = None
-
-
-class OneSidedMetric(BaseModel):
-    """A metric in one run's scorecard only: never compared."""
-
-    metric: str
-    value: float | None  # its value in the run that has it
-    gated: bool
-    # a gated metric the baseline measured and the candidate lacks fails a gate
-    gate_failure: str | None = None
-
-
-class Comparison(BaseModel):
-    baseline: str
-    candidate: str
-    n_shared_cases: int
-    alpha: float
-    margin: float
-    rows: list[MetricComparison]
-    correction: Correction = "none"
-    power: float = DEFAULT_POWER
-    coverage_floor: float = DEFAULT_COVERAGE_FLOOR
-    only_in_baseline: list[OneSidedMetric] = Field(default_factory=list)
-    only_in_candidate: list[OneSidedMetric] = Field(default_factory=list)
-
-    @property
-    def regressions(self) -> list[MetricComparison]:
-        return [row for row in self.rows if row.verdict == "regression"]
-
-    @property
-    def gate_failures(self) -> list[tuple[str, str]]:
-        """(metric, reason) of each gated metric a gate cannot pass on: not compared (not
-        paired, coverage under the floor) or missing from the candidate."""
-        failures = [(r.metric, r.gate_failure) for r in self.rows if r.gate_failure]
-        failures += [(m.metric, m.gate_failure) for m in self.only_in_baseline if m.gate_failure]
-        return failures
 
 
 def check_comparable(base: RunScores, cand: RunScores, require_shared: bool = True) -> None:
@@ -316,6 +244,8 @@ def compare_metric(
         return row
     a = np.array([b_cases[c] for c in shared])
     b = np.array([c_cases[c] for c in shared])
+    if summary.aggregation in QUANTILES:
+        return _compare_quantile(row, summary, a, b, alpha, margin, resamples, seed)
     diffs = b - a
     row.mean_diff = float(diffs.mean())
     if summary.aggregation == "sum":
@@ -362,6 +292,30 @@ def set_verdict(row: MetricComparison, p_value: float | None, alpha: float) -> N
     elif p_value < alpha and oriented < 0:
         needed = row.margin_needed or 0.0
         row.verdict = "regression" if row.gated and -oriented >= needed else "worse"
+
+
+def _compare_quantile(
+    row: MetricComparison,
+    summary: MetricSummary,
+    a: np.ndarray[Any, Any],
+    b: np.ndarray[Any, Any],
+    alpha: float,
+    margin: float,
+    resamples: int,
+    seed: int,
+) -> MetricComparison:
+    """A percentile (``latency_p95``: aggregation ``p95``): the candidate's percentile minus
+    the baseline's over the shared cases (``mean_diff``; each percentile its own, not the mean
+    latency's change), tested and bounded by a paired bootstrap of that difference."""
+    q = QUANTILES[summary.aggregation] * 100.0
+    row.mean_diff, interval, row.p_value = paired_quantile_difference(a, b, q, resamples, seed)
+    row.ci_low, row.ci_high = interval if interval else (None, None)
+    row.kind, row.test = "continuous", "paired_quantile_bootstrap"
+    row.effect_size = None  # d_z is a mean's; the difference itself is shown
+    row.mde_basis = "run-level statistic"
+    row.margin_needed = margin * abs(float(np.percentile(a, q)))
+    set_verdict(row, row.p_value, alpha)
+    return row
 
 
 def _compare_detector(

@@ -415,6 +415,37 @@ class RunStore(RunStreams):
             ).fetchall()
         return [rows.score_from_row(row) for row in found]
 
+    def skip_reasons(self, run_id: str, metrics: Iterable[str]) -> dict[str, str]:
+        """metric -> the reason of one skipped score of it (the first found): for metrics
+        skipped on every case, whose reasons the scorecard shows. Each look-up stops at the
+        first row it finds."""
+        found: dict[str, str] = {}
+        with self._errors(f"reading the skip reasons of run {run_id}"):
+            for metric in metrics:
+                row = self.db.execute(
+                    "SELECT reason FROM scores WHERE run_id=? AND metric=? AND status='skipped'"
+                    " AND reason IS NOT NULL LIMIT 1",
+                    (run_id, metric),
+                ).fetchone()
+                if row is not None:
+                    found[metric] = str(row[0])
+        return found
+
+    def fail_reasons(self, run_id: str, metrics: Iterable[str]) -> dict[str, str]:
+        """metric -> the reason of one failed score of it (the first found): for metrics no
+        case was scored on, whose reasons the scorecard shows."""
+        found: dict[str, str] = {}
+        with self._errors(f"reading the failure reasons of run {run_id}"):
+            for metric in metrics:
+                row = self.db.execute(
+                    "SELECT reason FROM scores WHERE run_id=? AND metric=? AND status='failed'"
+                    " AND reason IS NOT NULL LIMIT 1",
+                    (run_id, metric),
+                ).fetchone()
+                if row is not None:
+                    found[metric] = str(row[0])
+        return found
+
     def judge_cost(self, run_id: str) -> dict[str, Any]:
         """Calls, cache hits, tokens and USD of the LLM judge calls recorded for a run."""
         with self._errors(f"reading the judge calls of run {run_id}"):

@@ -1,4 +1,6 @@
-"""HTTP target: ``POST /query`` with a body template and a dotted-path response mapping.
+"""HTTP target: ``POST /query`` with a body template; the reply is read in its response format
+(``targets/formats.py``: ragmeter's own, LlamaIndex, LangChain, ... or auto) or by a dotted-path
+response mapping.
 
 ``GET /health`` is checked before the run and ``GET /models/info`` is snapshot into the run's
 config; ``GET /index/stats`` (optional: a 404 means the server has none) gives the index
@@ -18,7 +20,6 @@ import re
 from typing import Any, NoReturn
 
 import httpx
-from pydantic import ValidationError
 
 from ragmeter.config import TargetConfig
 from ragmeter.errors import InputError
@@ -35,7 +36,9 @@ from ragmeter.redaction import (
 from ragmeter.retry import retry_delay_s
 from ragmeter.targets import index_stats
 from ragmeter.targets.base import TargetError
-from ragmeter.targets.python import clip, describe_validation_error
+from ragmeter.targets.formats import build_response
+from ragmeter.targets.python import clip
+from ragmeter.targets.shapes import describe_shape
 
 DEFAULT_TEMPLATE: dict[str, Any] = {"question": "{question}", "top_k": "{top_k}"}
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
@@ -84,7 +87,7 @@ def apply_mapping(body: Any, mapping: dict[str, str]) -> dict[str, Any]:
             top[key] = path
     result: dict[str, Any] = {}
     for field in Response.model_fields:
-        if field == "raw":
+        if field in ("raw", "reported", "response_format"):
             continue
         path = top.get(field, field)
         value = get_path(body, path)
@@ -420,22 +423,17 @@ class HttpTarget:
             raise TargetError(
                 "invalid_response",
                 f"the reply is a JSON {_json_kind(body)}; expected a JSON object in the response "
-                'contract ({"answer": ..., ...}), or map its fields with response_mapping',
+                f'contract ({{"answer": ..., ...}}), or map its fields with response_mapping '
+                f"(--response-map); its shape: {describe_shape(body)}",
                 attempts,
             )
         try:
-            fields = apply_mapping(body, self.config.response_mapping)
-            response = Response.from_target(fields)
+            response = build_response(
+                body, self.config.response_format, self.config.response_mapping, "response"
+            )
         except TargetError as exc:
             exc.attempts = attempts
             raise
-        except ValidationError as exc:
-            raise TargetError(
-                "invalid_response",
-                f"response does not fit the contract: {describe_validation_error(exc)}",
-                attempts,
-            ) from exc
-        response.raw = body
         response.attempts = attempts
         return response
 

@@ -1,7 +1,10 @@
 """Python target: ``module:function`` or ``path/to/file.py:function``, sync or async.
 
 The function receives the question (or the whole Case when its first parameter is named
-``case``) and returns a Response, a dict in the response contract, or just the answer text.
+``case``) and returns a Response, a dict in the response contract, just the answer text, or a
+framework's own reply (a LlamaIndex ``Response``, a LangChain chain's dict of ``Document``s, a
+Haystack result, an OpenAI completion, ...): those are read in the target's response format
+(``targets/formats.py``, ``auto`` by default) or by its ``response_mapping``, as over HTTP.
 
 Loading follows ``python path/to/file.py`` and ``python -m module``: a file's folder is put on
 ``sys.path`` first (so its sibling imports work), and for ``module:function`` the current
@@ -212,20 +215,20 @@ def load_callable(spec: str) -> Callable[..., Any]:
     return function
 
 
-def _from_dict(result: dict[Any, Any], what: str) -> Response:
-    try:
-        response = Response.from_target(result)
-    except ValidationError as exc:
-        raise TargetError(
-            "invalid_response",
-            f"{what} does not fit the contract: {describe_validation_error(exc)}",
-        ) from exc
-    response.raw = result
-    return response
-
-
-def to_response(result: Any) -> Response:
+def to_response(
+    result: Any, response_format: str = "auto", mapping: dict[str, str] | None = None
+) -> Response:
+    """The Response a function's ``result`` stands for: a Response as it is (re-checked), a
+    str as the answer, anything else (a dict, a LlamaIndex ``Response``, LangChain
+    ``Document``s, a Haystack or OpenAI object, ...) made plain and read by ``mapping`` or in
+    ``response_format`` (``targets/formats.py``)."""
     if isinstance(result, Response):
+        if mapping:
+            raise TargetError(
+                "invalid_response",
+                "returned a ragmeter Response, which response_mapping does not apply to; "
+                "return the reply as it is (a dict or the framework's object), or drop the mapping",
+            )
         # re-checked: a Response built with model_construct or changed after it was built
         # (``r.latency_ms["total"] = float("nan")``) is not validated yet
         try:
@@ -237,13 +240,16 @@ def to_response(result: Any) -> Response:
             ) from exc
         checked.attempts = result.attempts
         return checked
-    if isinstance(result, str):
+    if isinstance(result, str) and not mapping:
         return Response(answer=result)
-    if isinstance(result, dict):
-        return _from_dict(result, "returned dict")
-    raise TargetError(
-        "invalid_response", f"returned {type(result).__name__}; expected Response, dict or str"
-    )
+    from ragmeter.targets.formats import build_response, shape_error
+    from ragmeter.targets.shapes import to_plain
+
+    what = "returned dict" if isinstance(result, dict) else f"returned {type(result).__name__}"
+    plain = to_plain(result)
+    if isinstance(plain, str) and not isinstance(result, str):  # an object with no fields
+        raise shape_error(plain, response_format, what)
+    return build_response(plain, response_format, mapping, what)
 
 
 def _first_parameter(function: Callable[..., Any]) -> str | None:
@@ -312,6 +318,8 @@ class PythonTarget:
                 raise InputError("the python target needs a callable ('module:function')")
             function = load_callable(config.callable)
         self.function = function
+        self.response_format = config.response_format
+        self.response_mapping = config.response_mapping
         self.pass_case = _first_parameter(function) == "case"
         self.is_async = inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
             getattr(function, "__call__", None)  # noqa: B004 - an object with async __call__
@@ -347,7 +355,7 @@ class PythonTarget:
             raise TargetError("exception:ValidationError", _describe_message(exc)) from exc
         except (Exception, SystemExit) as exc:
             raise TargetError(f"exception:{type(exc).__name__}", _describe_message(exc)) from exc
-        response = to_response(result)
+        response = to_response(result, self.response_format, self.response_mapping)
         response.latency_ms.setdefault("total", elapsed)  # the call's own time
         return response
 

@@ -1,7 +1,10 @@
 """Replay target: recorded responses from a JSONL file, so a run can be scored offline.
 
 Each line is ``{"case_id": ..., "response": {...}}`` or a flat response with a ``case_id``;
-a recorded failure is ``{"case_id": ..., "error_type": ..., "error_message": ...}``.
+a recorded failure is ``{"case_id": ..., "error_type": ..., "error_message": ...}``. A recorded
+reply in a framework's shape (``{"response", "source_nodes"}``, ...) is read in its response
+format (``targets/formats.py``), as are all of them under ``response_mapping`` or a named
+``response_format``.
 
 The file is read when the target is built: a missing file, a line that is not a JSON object,
 a line without a usable ``case_id``, a case recorded twice, a key given twice and a value that
@@ -228,6 +231,21 @@ class ReplayTarget:
         self.path = Path(config.path)
         self.recorded = read_recorded(self.path)
         self.asked_any = False  # a case was asked (the run's own copy under Ray asks none)
+        self.response_format = config.response_format
+        self.mapping = config.response_mapping
+
+    def reads_framework(self, payload: Any) -> bool:
+        """Whether a recorded reply is read by a response format or mapping
+        (``targets/formats.py``) rather than as a recorded ragmeter response: when a mapping
+        or a format other than native is named, or (auto) when it has no ``answer``."""
+        if self.mapping or self.response_format not in ("auto", "native"):
+            return True
+        if self.response_format == "native" or not isinstance(payload, dict):
+            return False
+        from ragmeter.targets.readers import READERS
+
+        is_native, _ = READERS["native"]
+        return not is_native(payload)
 
     async def preflight(self) -> dict[str, Any]:
         return {"replay_file": str(self.path), "recorded": len(self.recorded)}
@@ -243,6 +261,11 @@ class ReplayTarget:
         if record.get("error_type"):
             raise TargetError(str(record["error_type"]), str(record.get("error_message") or ""))
         payload = record.get("response", {k: v for k, v in record.items() if k != "case_id"})
+        if self.reads_framework(payload):
+            from ragmeter.targets.formats import build_response
+
+            where = f"{self.path}:{line} (case {case.case_id})"
+            return build_response(payload, self.response_format, self.mapping, where)
         try:
             response = Response.from_target(payload, recorded=True)
         except ValidationError as exc:

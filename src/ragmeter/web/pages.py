@@ -11,6 +11,7 @@ from ragmeter.reports.html.format import (
     change,
     change_interval_text,
     change_text,
+    change_unit,
     correction_label,
     esc,
     number,
@@ -142,7 +143,9 @@ def _comparison_table(document: dict[str, Any], show: str) -> str:
             + cell(number(row.baseline), "num", ' data-role="baseline"')
             + cell(number(row.candidate), "num", ' data-role="candidate"')
             + cell(number(row.delta), "num", ' data-role="delta"')
-            + cell(change_text(change(row)[0], total), "num", ' data-role="paired"')
+            + cell(
+                change_text(change(row)[0], total, change_unit(row)), "num", ' data-role="paired"'
+            )
             + cell(change_interval_text(row), "num", ' data-role="ci"')
             + cell(p_text(row.p_value), "num", ' data-role="p"')
             + cell(p_text(row.p_adjusted), "num", ' data-role="p-adjusted"')

@@ -9,7 +9,8 @@ from typing import Any
 
 from ragmeter.config import DEFAULT_ALPHA, DEFAULT_COVERAGE_FLOOR, DEFAULT_MARGIN, DEFAULT_SEED
 from ragmeter.metrics.base import PERSPECTIVES
-from ragmeter.metrics.retrieval import all_passages, case_level, matches, ranked_chunks
+from ragmeter.metrics.passages import all_passages, case_level, ranked_chunks
+from ragmeter.metrics.retrieval import matches
 from ragmeter.models import Case, CaseResult, MetricSummary, RunRecord, Score
 from ragmeter.redaction import redact_text
 from ragmeter.reports.pareto import pareto_points

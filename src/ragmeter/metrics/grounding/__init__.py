@@ -68,10 +68,13 @@ question is checked as the question's statement (or its negation), and its
 to a wh-question must sit in the context window the question points to, and its
 ``grounding_score`` is capped by its claim support.
 
-An answer with no claim (empty, refusal only, questions only) is skipped by the three claim
-metrics with reason "no checkable claims" (and by ``claim_support_rate`` /
-``unsupported_claim_count`` also when every claim is general). With an empty context every
-claim has support 0.
+A refusal, read by the abstention family's rules (``abstention.detect_abstention``: the
+``abstained`` field, an empty answer, a phrase of the run's ``abstention_phrases``, a short
+non-answer), is skipped by all four metrics with reason "the response abstained (RULE)", RULE
+the one that decided ("phrase: could not find"). Another answer with no claim (questions only,
+refusal sentences the phrase list misses) is skipped by the three claim metrics with reason
+"no checkable claims" (and by ``claim_support_rate`` / ``unsupported_claim_count`` also when
+every claim is general). With an empty context every claim has support 0.
 """
 
 from __future__ import annotations

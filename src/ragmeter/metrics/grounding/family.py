@@ -4,6 +4,7 @@ cached assessments) and the four Metric declarations (``grounding_metrics``)."""
 from __future__ import annotations
 
 from ragmeter.config import NLI_PREFIX
+from ragmeter.metrics.abstention import refusal_rule, skip_refusal
 from ragmeter.metrics.base import Metric, MetricOutput, MetricSettings, SkipScore
 from ragmeter.metrics.claims import extract_claims
 from ragmeter.metrics.grounding.alignment import (
@@ -41,12 +42,6 @@ from ragmeter.metrics.grounding.questions import reads_question
 from ragmeter.metrics.markers import strip_markers
 from ragmeter.models import Case, Response
 
-
-def _skip_abstention(response: Response) -> None:
-    if response.abstained:
-        raise SkipScore("the response abstained (no claims to ground)")
-
-
 # (the question, or None when the answer is not read through it; the answer; chunk texts)
 AssessmentKey = tuple[str | None, str, tuple[str, ...]]
 NLI_FAILED = "NLI model not used: "  # the note of an answer the NLI model did not score
@@ -65,12 +60,16 @@ class GroundingState:
         aligned_score_weights: ScoreWeights = ALIGNED_SCORE_WEIGHTS,
         align: bool = True,
         nli: str | None = None,
+        phrases: tuple[str, ...] = (),
     ):
         self.embedder_spec = embedder_spec
         self.weights = weights
         self.score_weights = score_weights
         self.aligned_score_weights = aligned_score_weights
         self.align = align
+        # the abstention phrases (``MetricSettings.abstention_phrases``; () the default list):
+        # a response the abstention family reads as a refusal has no claims to grade
+        self.phrases = phrases
         self._embedder: SentenceEmbedder | None = None
         self.embedder_note: str | None = None
         self._cache: dict[AssessmentKey, Assessment] = {}
@@ -84,6 +83,15 @@ class GroundingState:
         self._nli: CachedNli | None = None
         self._nli_tried = False
         self.nli_error: str | None = None
+
+    def refused(self, response: Response) -> bool:
+        """The response is a refusal by the abstention family's rules (field, empty answer,
+        phrase, short non-answer): the claim metrics skip it, so nothing is prepared for it."""
+        return refusal_rule(response, self.phrases) is not None
+
+    def skip_refusal(self, response: Response) -> None:
+        """Skip a refusal, the reason naming the rule that decided it."""
+        skip_refusal(response, self.phrases)
 
     def embedder(self) -> SentenceEmbedder | None:
         if self.weights.embedding <= 0 or not self.embedder_spec:
@@ -145,6 +153,8 @@ class GroundingState:
             return
         texts: list[str] = []
         for _, response in pairs:
+            if self.refused(response):
+                continue
             texts.extend(c.text for c in extract_claims(response.answer, MAX_CLAIMS)[0])
             texts.extend(build_context([r.text for r in response.retrieved]).sentences)
         try:
@@ -162,7 +172,7 @@ class GroundingState:
         pending: list[tuple[str, ...]] = []
         seen: set[tuple[str, tuple[str, ...]]] = set()  # (answer, chunk texts) already read
         for _, response in pairs:
-            if response.abstained or not response.has("retrieved"):
+            if not response.has("retrieved") or self.refused(response):
                 continue
             read = (response.answer, tuple(r.text for r in response.retrieved))
             if read in seen:
@@ -200,7 +210,7 @@ class GroundingState:
         scorer = self.nli()
         if scorer is None:
             return
-        todo = [(c, r) for c, r in pairs if not r.abstained and r.has("retrieved")]
+        todo = [(c, r) for c, r in pairs if r.has("retrieved") and not self.refused(r)]
         for start in range(0, len(todo), chunk):
             found = [(self._key(c, r), self._lexical(c, r)) for c, r in todo[start : start + chunk]]
             requests = [(v.text, w) for _, a in found for v, ws in nli_pairs(a) for w in ws]
@@ -289,10 +299,11 @@ def grounding_metrics(
         aligned_score_weights,
         align=settings.grounding_model == "auto",
         nli=settings.grounding_model if settings.grounding_model.startswith(NLI_PREFIX) else None,
+        phrases=settings.abstention_phrases,
     )
 
     def support_rate(case: Case, response: Response) -> MetricOutput:
-        _skip_abstention(response)
+        state.skip_refusal(response)
         result = state.assess(case, response)
         state.require_model(result)
         checked = result.checked
@@ -302,7 +313,7 @@ def grounding_metrics(
         return supported / len(checked), result.shared_details()
 
     def unsupported_count(case: Case, response: Response) -> MetricOutput:
-        _skip_abstention(response)
+        state.skip_refusal(response)
         result = state.assess(case, response)
         state.require_model(result)
         if not result.checked:
@@ -310,6 +321,7 @@ def grounding_metrics(
         return float(len(result.unsupported)), result.shared_details()
 
     def numeric_fabrications(case: Case, response: Response) -> MetricOutput:
+        state.skip_refusal(response)
         result = state.assess(case, response)
         return float(len(result.fabricated_numbers)), {
             "answer_numbers": [n.text for n in result.answer_numbers],
@@ -318,7 +330,7 @@ def grounding_metrics(
         }
 
     def score(case: Case, response: Response) -> MetricOutput:
-        _skip_abstention(response)
+        state.skip_refusal(response)
         result = state.assess(case, response)
         state.require_model(result)
         value = result.score  # a property that runs the score model: read once

@@ -4,7 +4,8 @@ ones included), ``ndcg`` over the whole ranking, ``rbp`` (rank-biased precision,
 
 Each case is one TREC query, matched at the ``retrieval`` family's level (chunk, doc or anchor:
 :func:`ragmeter.metrics.retrieval.judge_case`); a retrieved item no gold passage matches is
-unjudged, as a document missing from the qrels is for trec_eval. The family factory is
+unjudged, as a document missing from the qrels is for trec_eval; the family's id-space check
+is the ``retrieval`` family's (``IdSpace``). The family factory is
 :func:`trec_metrics` (registered as ``trec``).
 """
 
@@ -44,12 +45,14 @@ def trec_metrics(settings: MetricSettings) -> list[Metric]:
     from ragmeter.metrics.retrieval import CaseMemo, measure_reader
 
     memo = CaseMemo(settings, [measure for _, measure, _ in CASE_MEASURES])
+    hooks = memo.id_space.hooks()  # the id-space check, before any case is scored
     return [
         Metric(
             name,
             "retrieval",
             measure_reader(memo, measure.label),
             ("gold_passages", "retrieved"),
+            **hooks,
             description=description,
             kind="proportion",
         )

@@ -64,6 +64,10 @@ overflow-wrap:anywhere;color:var(--fg)}
 margin-left:6px}.badge.gold{background:var(--gold-bg);color:var(--gold)}
 .badge.err{background:var(--bad);color:var(--bg)}
 .scores td.why{white-space:pre-wrap;overflow-wrap:anywhere;font-size:.9rem}
+td.example{overflow-wrap:anywhere}
+table.deltas{font-size:.88rem}table.deltas th,table.deltas td{padding:4px 6px}
+table.deltas tbody th{max-width:220px;overflow-wrap:anywhere}
+table.deltas td.ci{white-space:normal;min-width:7em}
 .scroll{overflow-x:auto}table.runs{width:auto;min-width:60%}table.runs td{padding-right:32px}
 [hidden]{display:none!important}
 """

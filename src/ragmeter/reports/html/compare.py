@@ -15,6 +15,7 @@ from ragmeter.reports.html.format import (
     change,
     change_interval_text,
     change_text,
+    change_unit,
     correction_label,
     esc,
     number,
@@ -42,6 +43,7 @@ _TEST = {
     "mcnemar_exact": "McNemar",
     "sign_flip_permutation": "permutation",
     "paired_stratified_bootstrap": "bootstrap",
+    "paired_quantile_bootstrap": "bootstrap",
 }
 _ORDER = {"regression": 0, "worse": 1, "better": 2, "no_difference": 3, "not_paired": 4}
 
@@ -72,6 +74,11 @@ def _runs_table(base: RunRecord, cand: RunRecord) -> str:
     )
 
 
+def _breakable(name: str) -> str:
+    """A metric name, escaped, that may wrap after its underscores (the table fits 1,400 px)."""
+    return esc(name).replace("_", "_<wbr>")
+
+
 def _delta_row(row: MetricComparison) -> str:
     mean, low, high = change(row)
     bound = max((abs(v) for v in (mean, low, high) if v is not None), default=0.0) * 1.15
@@ -81,14 +88,14 @@ def _delta_row(row: MetricComparison) -> str:
     if row.gate_failure:  # a gate cannot pass on it
         verdict, cls = f"not compared: {row.gate_failure}", "fail"
     arrow = "↑" if row.higher_is_better else "↓"
-    total = row.total_diff is not None
+    shown = change_text(mean, row.total_diff is not None, change_unit(row))
     interval = change_interval_text(row)
-    label = f"{row.metric}: paired difference {change_text(mean, total)}, 95% interval {interval}"
+    label = f"{row.metric}: paired difference {shown}, 95% interval {interval}"
     return (
         f'<tr data-metric="{esc(row.metric)}" data-verdict="{esc(row.verdict)}">'
-        f'<th scope="row" title="group {esc(row.group)}">{esc(row.metric)} {arrow}</th>'
+        f'<th scope="row" title="group {esc(row.group)}">{_breakable(row.metric)} {arrow}</th>'
         f'<td class="num">{number(row.baseline)}</td><td class="num">{number(row.candidate)}</td>'
-        f'<td class="num delta">{esc(change_text(mean, total))}</td>'
+        f'<td class="num delta">{esc(shown)}</td>'
         f"<td>{delta_bar(mean, low, high, bound, label)}</td>"
         f'<td class="num ci">{esc(interval)}</td><td class="num">{number(row.effect_size, 2)}</td>'
         f'<td class="num pvalue">{esc(p_text(row.p_value))}</td>'
@@ -135,9 +142,11 @@ def deltas_section(comparison: Comparison) -> str:
         f"p: the raw p value; {esc(correction_label(comparison))}: p corrected over the gated "
         "metrics, which the verdict reads. MDE: the smallest change detectable at power "
         f"{comparison.power:g} (per case). Paired Δ: mean of candidate minus baseline over the "
-        "shared cases (for a total: the change of the total over them), with its 95% paired "
-        "bootstrap interval (the band; the dashed line is 0). Tests: exact McNemar for 0/1 "
-        "metrics, sign-flip permutation otherwise. A regression is significantly worse by at "
+        "shared cases (for a total: the change of the total over them; for a percentile such "
+        "as latency_p95: the change of that percentile), in the metric's unit, with its 95% "
+        "paired bootstrap interval (the band; the dashed line is 0). Tests: exact McNemar for "
+        "0/1 metrics, a paired bootstrap for percentiles and detector statistics, sign-flip "
+        "permutation otherwise. A regression is significantly worse by at "
         "least the margin.</p>"
         f"{one_sided(comparison)}"
         f'<div class="scroll"><table class="deltas"><thead><tr>{head}</tr></thead><tbody>'

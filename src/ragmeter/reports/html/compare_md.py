@@ -10,6 +10,7 @@ from ragmeter.reports.html.format import (
     change,
     change_interval_text,
     change_text,
+    change_unit,
     correction_label,
     number,
     p_text,
@@ -45,9 +46,10 @@ def render_comparison_markdown(comparison: Comparison, base: RunRecord, cand: Ru
         verdict = row.verdict.replace("_", " ") + ("" if row.gated else " (not gated)")
         if row.gate_failure:  # a gate cannot pass on it
             verdict = f"**not compared**: {md_text(row.gate_failure)}"
+        shown = change_text(mean, row.total_diff is not None, change_unit(row))
         lines.append(
             f"| {md_text(row.metric)} {arrow} | {number(row.baseline)} | "
-            f"{number(row.candidate)} | {change_text(mean, row.total_diff is not None)} | "
+            f"{number(row.candidate)} | {shown} | "
             f"{interval} | {p_text(row.p_value)} | {p_text(row.p_adjusted)} | "
             f"{number(row.mde)} | {row.test} | {verdict} |"
         )

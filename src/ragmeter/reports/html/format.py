@@ -23,6 +23,7 @@ __all__ = [
     "change",
     "change_interval_text",
     "change_text",
+    "change_unit",
     "correction_label",
     "esc",
     "is_finite",
@@ -89,22 +90,41 @@ def change(row: MetricComparison) -> tuple[float | None, float | None, float | N
     return row.mean_diff, row.ci_low, row.ci_high
 
 
-def change_text(value: float | None, total: bool = False) -> str:
-    """A change, signed: a total's as ``+3`` / ``-0.50``, a mean's with three decimals."""
+def change_unit(row: MetricComparison) -> str:
+    """The unit a row's change is in: ``ms`` for a duration (a latency percentile), ``USD``
+    for a cost, a count's own unit; empty for a 0-1 or score metric."""
+    if row.metric_kind == "duration":
+        return "ms"
+    if row.metric_kind == "cost":
+        return "USD"
+    if row.metric_kind in ("binary", "proportion", "score"):
+        return ""
+    return row.unit or ""
+
+
+def change_text(value: float | None, total: bool = False, unit: str = "") -> str:
+    """A change, signed: a total's as ``+3`` / ``-0.50``, a duration's as ``-1983.9 ms``, a
+    cost's as ``+0.00012 USD``, a mean's with three decimals (and ``unit``)."""
     if value is None:
         return "-"
     if not math.isfinite(value):
         return "non-finite"
+    suffix = f" {unit}" if unit else ""
     if total:
         value = round(value, 9) + 0.0  # float noise, and no "-0"
-        return f"{value:+.0f}" if value.is_integer() else f"{value:+.2f}"
-    text = f"{value:+.3f}"
-    return "+0.000" if text == "-0.000" else text
+        return (f"{value:+.0f}" if value.is_integer() else f"{value:+.2f}") + suffix
+    digits = {"ms": 1, "USD": 5}.get(unit, 3)
+    text = f"{value:+.{digits}f}"
+    if float(text) == 0.0:
+        text = "+" + text.lstrip("+-")  # no "-0.000"
+    return text + suffix
 
 
 def change_interval_text(row: MetricComparison) -> str:
+    """The change's interval, its unit written once (``-2100.0 … -1800.5 ms``)."""
     _, low, high = change(row)
     if low is None or high is None:
         return "-"
-    total = row.total_diff is not None
-    return f"{change_text(low, total)} … {change_text(high, total)}"
+    total, unit = row.total_diff is not None, change_unit(row)
+    text = f"{change_text(low, total, unit)} … {change_text(high, total, unit)}"
+    return text.replace(f" {unit} …", " …", 1) if unit else text

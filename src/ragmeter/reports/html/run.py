@@ -12,6 +12,7 @@ from ragmeter import __version__
 from ragmeter.models import Case, CaseResult, MetricSummary, RunRecord, Score, TargetResult
 from ragmeter.redaction import redact_text, redact_url
 from ragmeter.reports.console import format_value, target_value, under_coverage
+from ragmeter.reports.failures import failure_summary
 from ragmeter.reports.html.cases import case_data, case_table
 from ragmeter.reports.html.format import esc, is_finite, metric_interval
 from ragmeter.reports.html.page import page
@@ -19,7 +20,13 @@ from ragmeter.reports.html.svg import histogram, interval_bar
 from ragmeter.reports.perspectives import by_perspective, headline_metrics, target_perspective
 from ragmeter.scoring.targets import target_condition
 
-__all__ = ["describe_target", "render_run_html", "run_header", "scorecard_section"]
+__all__ = [
+    "describe_target",
+    "failures_section",
+    "render_run_html",
+    "run_header",
+    "scorecard_section",
+]
 
 BREAKDOWN_METRICS = 8  # columns of a breakdown table
 
@@ -128,6 +135,44 @@ def scorecard_section(record: RunRecord) -> str:
             f'<table class="scorecard"><caption class="note">{len(summaries)} metrics'
             f"</caption>{_METRIC_HEAD}<tbody>{rows}</tbody></table></div>"
         )
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def failures_section(record: RunRecord) -> str:
+    """The failure summary (``reports/failures.py``): failed cases by error type with an
+    example each, metrics skipped on every case with the reason; nothing when there is none."""
+    summary = failure_summary(record)
+    if not summary:
+        return ""
+    parts = ['<section id="failures"><h2>Failures and skips</h2>']
+    if summary.all_failed:
+        parts.append(
+            f'<p class="fail">Every case failed ({summary.failed} of {summary.questions}): '
+            "nothing was measured.</p>"
+        )
+    elif summary.failed:
+        parts.append(
+            f'<p class="fail">{summary.failed} of {summary.questions} case(s) failed (target '
+            "errors).</p>"
+        )
+    if summary.errors:
+        rows = "".join(
+            f'<tr><th scope="row">{esc(g.error_type)}</th><td class="num">{g.count}</td>'
+            f'<td class="example">{esc(g.example or "-")}</td></tr>'
+            for g in summary.errors
+        )
+        parts.append(
+            '<table class="failures"><thead><tr><th scope="col">error type</th>'
+            '<th scope="col" class="num">cases</th><th scope="col">example</th></tr></thead>'
+            f"<tbody>{rows}</tbody></table>"
+        )
+    if summary.skipped:
+        items = "".join(
+            f"<li>{esc(g.names(None))}: skipped on {g.where}: {esc(g.reason)}</li>"
+            for g in summary.skipped
+        )
+        parts.append(f'<ul class="skipped">{items}</ul>')
     parts.append("</section>")
     return "".join(parts)
 
@@ -275,7 +320,9 @@ def render_run_html(
 ) -> str:
     """The run as one self-contained HTML page."""
     data = case_data(record, cases, results, scores)
-    sections = [("scorecard", "Scorecard"), ("targets", "Targets")]
+    failures = failures_section(record)
+    sections = [("failures", "Failures")] if failures else []
+    sections += [("scorecard", "Scorecard"), ("targets", "Targets")]
     if record.breakdowns:
         sections.append(("breakdowns", "Breakdowns"))
     sections += [("latency", "Latency and cost"), ("cases", "Cases")]
@@ -285,6 +332,7 @@ def render_run_html(
         [
             run_header(record),
             nav,
+            failures,
             scorecard_section(record),
             targets_section(record),
             breakdowns_section(record),

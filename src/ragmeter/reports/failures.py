@@ -1,0 +1,131 @@
+"""Why cases failed and metrics were skipped, in one summary every report shows: the console
+scorecard (compact and ``-v``), ``show``, the Markdown and HTML reports, and ``eval``'s exit
+when every case failed.
+
+:func:`failure_summary` reads it from the run record: the failed cases by error type with one
+example message each (``performance["errors_by_type"]`` and ``["error_examples"]``, gathered by
+:class:`ragmeter.metrics.performance_tally.PerformanceTally`, secrets masked and the message cut
+to one line) and the metrics skipped on every case with their reason
+(:attr:`ragmeter.models.MetricSummary.skip_reason`). The text is plain: each report makes it
+inert its own way (``inert``, ``md_text``, ``esc``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ragmeter.metrics.performance_tally import example_message
+from ragmeter.models import RunRecord
+
+__all__ = ["ErrorGroup", "FailureSummary", "SkipGroup", "failure_summary"]
+
+# metric names listed a skip reason in the one-line forms (the rest counted)
+NAMES_LISTED = 6
+
+
+@dataclass(frozen=True)
+class ErrorGroup:
+    """The failed cases of one error type: how many, and one example message."""
+
+    error_type: str
+    count: int
+    example: str | None
+
+    def line(self) -> str:
+        """``http_4xx 26: HTTP 422: {...} body.query``."""
+        text = f"{self.error_type} {self.count}"
+        return f"{text}: {self.example}" if self.example else text
+
+
+@dataclass(frozen=True)
+class SkipGroup:
+    """Metrics skipped on every case for one reason."""
+
+    reason: str
+    metrics: list[str]
+    # names listed in the one-line forms (the rest counted)
+    listed: int = NAMES_LISTED
+    # the metrics also failed on some cases (a target error): skipped on every other case
+    partly_failed: bool = False
+
+    @property
+    def where(self) -> str:
+        return "every case that did not fail" if self.partly_failed else "every case"
+
+    def names(self, limit: int | None = -1) -> str:
+        """The metric names, the first ``limit`` of them (default ``listed``; None: all)."""
+        limit = self.listed if limit == -1 else limit
+        if limit is None or len(self.metrics) <= limit:
+            return ", ".join(self.metrics)
+        return f"{', '.join(self.metrics[:limit])} (+{len(self.metrics) - limit} more)"
+
+    def line(self) -> str:
+        """``recall_at_5: skipped on every case: target did not report retrieved chunks``."""
+        return f"{self.names()}: skipped on {self.where}: {self.reason}"
+
+
+@dataclass(frozen=True)
+class FailureSummary:
+    questions: int
+    failed: int
+    errors: list[ErrorGroup] = field(default_factory=list)
+    skipped: list[SkipGroup] = field(default_factory=list)
+
+    @property
+    def all_failed(self) -> bool:
+        """Every case of the run failed: nothing was measured."""
+        return self.questions > 0 and self.failed >= self.questions
+
+    @property
+    def errors_line(self) -> str:
+        """``26 of 26 case(s) failed: http_4xx 26: HTTP 422 ...; timeout 1``; empty when none
+        failed."""
+        if not self.failed:
+            return ""
+        groups = "; ".join(group.line() for group in self.errors)
+        head = f"{self.failed} of {self.questions} case(s) failed (target errors)"
+        return f"{head}: {groups}" if groups else head
+
+    def __bool__(self) -> bool:
+        return bool(self.failed or self.skipped)
+
+
+def failure_summary(record: RunRecord, headline: list[str] | None = None) -> FailureSummary:
+    """The run's failed cases by error type (most first) and its metrics skipped on every case
+    by reason (metrics named in ``headline`` first, then in scorecard order)."""
+    performance = record.performance or {}
+    counts = performance.get("errors_by_type") or {}
+    examples = performance.get("error_examples") or {}
+    errors = [
+        ErrorGroup(
+            str(kind),
+            int(count),
+            example_message(str(examples[kind])) if examples.get(kind) else None,
+        )
+        for kind, count in sorted(counts.items(), key=lambda item: (-int(item[1]), item[0]))
+        if int(count) > 0
+    ]
+    failed = max(record.error_count, sum(group.count for group in errors))
+    if failed and not errors:  # a run stored before the types were kept
+        errors = [ErrorGroup("target error", failed, None)]
+    by_reason: dict[tuple[str, bool], list[str]] = {}
+    if record.scorecard is not None:
+        chosen = record.config.get("perspectives")
+        names = [m.name for m in record.scorecard.metrics]
+        if chosen:
+            from ragmeter.reports.perspectives import by_perspective
+
+            shown = {s.name for summaries in by_perspective(record).values() for s in summaries}
+            names = [name for name in names if name in shown]
+        first = [name for name in headline or [] if name in names]
+        for name in first + [name for name in names if name not in first]:
+            summary = record.scorecard.get(name)
+            if summary is None or not summary.skip_reason or summary.n_scored:
+                continue
+            key = (" ".join(summary.skip_reason.split()), summary.n_failed > 0)
+            by_reason.setdefault(key, []).append(name)
+    skipped = [
+        SkipGroup(reason, metrics, partly_failed=partly)
+        for (reason, partly), metrics in by_reason.items()
+    ]
+    return FailureSummary(record.question_count, failed, errors, skipped)

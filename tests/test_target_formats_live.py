@@ -1,0 +1,265 @@
+"""A LlamaIndex-style service evaluated with at most one flag, through the real CLI: an HTTP
+server on 127.0.0.1 answering with LlamaIndex's natural reply (random UUID node ids, file names
+in the metadata), and a Python function returning a duck-typed LlamaIndex ``Response`` object.
+Gold passages are given as file names, so retrieval is matched by ``doc_id``; every value is
+checked against a hand computation."""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from ragmeter.cli.main import main
+from ragmeter.store import RunStore
+
+# question -> the files of the nodes the service retrieves, in its order
+RETRIEVED = {
+    "How much leave do I get?": ["expenses.md", "leave-policy.md", "leave-policy.md"],
+    "When are expenses due?": ["expenses.md", "holidays.md"],
+    "Which days are holidays and how is leave booked?": [
+        "security.md",
+        "holidays.md",
+        "security.md",
+        "leave-policy.md",
+    ],
+}
+FILES = {name for files in RETRIEVED.values() for name in files}
+CASES = [
+    {"id": "c1", "question": "How much leave do I get?", "gold": ["leave-policy.md"]},
+    {"id": "c2", "question": "When are expenses due?", "gold": ["expenses.md"]},
+    {
+        "id": "c3",
+        "question": "Which days are holidays and how is leave booked?",
+        "gold": ["holidays.md", "leave-policy.md"],
+    },
+]
+# by hand, documents counted once at their first rank:
+#   c1: expenses, leave-policy           -> first relevant at 2; 1 of 1 gold in the top 3
+#   c2: expenses, holidays               -> first relevant at 1; 1 of 1
+#   c3: security, holidays, leave-policy -> first relevant at 2; 2 of 2 in the top 3
+EXPECTED = {
+    "hit_rate_at_1": (0 + 1 + 0) / 3,
+    "recall_at_1": (0 + 1 + 0) / 3,
+    "recall_at_3": (1 + 1 + 1) / 3,
+    "precision_at_3": (1 / 3 + 1 / 3 + 2 / 3) / 3,
+    "mrr": (1 / 2 + 1 + 1 / 2) / 3,
+}
+
+
+def natural_reply(question: str) -> dict[str, Any]:
+    """What a FastAPI endpoint around a LlamaIndex query engine returns: default (random)
+    node ids, the file name in each node's metadata."""
+    files = RETRIEVED[question]
+    return {
+        "response": f"An answer to: {question}",
+        "source_nodes": [
+            {
+                "node_id": str(uuid.uuid4()),
+                "text": f"A chunk of {name}.",
+                "score": round(10.0 - rank, 2),
+                "metadata": {"file_name": name, "file_path": f"/srv/docs/{name}"},
+            }
+            for rank, name in enumerate(files)
+        ],
+    }
+
+
+@pytest.fixture
+def llamaindex_service() -> Iterator[str]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def _send(self, status: int, payload: Any) -> None:
+            body = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_GET(self) -> None:
+            self._send(200 if self.path == "/health" else 404, {"status": "ok"})
+
+        def do_POST(self) -> None:
+            request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            if self.path != "/query" or "question" not in request:
+                self._send(422, {"detail": [{"loc": ["body", "question"], "msg": "missing"}]})
+                return
+            self._send(200, natural_reply(request["question"]))
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def write_dataset(folder: Path) -> Path:
+    path = folder / "cases.jsonl"
+    rows = [
+        {
+            "case_id": case["id"],
+            "question": case["question"],
+            "gold_passages": [{"doc_id": name} for name in case["gold"]],
+        }
+        for case in CASES
+    ]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return path
+
+
+def evaluate(
+    tmp_path: Path, target: str, *flags: str, out_name: str = "out", checked: bool = True
+) -> tuple[Result, dict[str, Any]]:
+    out = tmp_path / out_name
+    result = CliRunner().invoke(
+        main,
+        [
+            "eval",
+            "--no-progress",
+            "--dataset",
+            str(write_dataset(tmp_path)),
+            "--target",
+            target,
+            "--metrics",
+            "retrieval",
+            "--store",
+            str(tmp_path / f"{out_name}.db"),
+            "--output-dir",
+            str(out),
+            *flags,
+        ],
+    )
+    # a run whose every case failed exits non-zero (with the failures' summary)
+    assert result.exit_code == 0 or not checked, result.output
+    [path] = out.glob("*.json")
+    document: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return result, document
+
+
+def check_values(document: dict[str, Any], store: Path, source: str = "llamaindex") -> None:
+    values = {m["name"]: m for m in document["scorecard"]["metrics"]}
+    for name, expected in EXPECTED.items():
+        assert values[name]["value"] == pytest.approx(expected), name
+        assert values[name]["n_scored"] == 3, name
+    results = RunStore(str(store)).get_results(document["id"])
+    for result in results:
+        assert result.response is not None and result.response.response_format == source
+        for chunk in result.response.retrieved:  # the service's own random ids, kept
+            assert uuid.UUID(str(chunk.id)) and chunk.doc_id in FILES
+    assert document["performance"]["response_formats"] == {source: 3}
+
+
+@pytest.mark.parametrize(
+    "flags", [("--response-format", "llamaindex"), ("--response-format", "auto"), ()]
+)
+def test_a_llamaindex_http_service_with_at_most_one_flag(
+    tmp_path: Path, llamaindex_service: str, flags: tuple[str, ...]
+) -> None:
+    result, document = evaluate(tmp_path, llamaindex_service, *flags)
+    check_values(document, tmp_path / "out.db")
+    chosen = flags[1] if flags else "auto"
+    assert f"replies read as llamaindex (3) · response format {chosen}" in result.output
+    shown = CliRunner().invoke(main, ["show", document["id"], "--store", str(tmp_path / "out.db")])
+    assert shown.exit_code == 0, shown.output
+    assert "replies read as llamaindex (3)" in shown.output
+
+
+LLAMA_MODULE = """
+from dataclasses import dataclass, field
+import uuid
+
+from pydantic import BaseModel
+
+RETRIEVED = {retrieved!r}
+
+
+class TextNode(BaseModel):  # llama_index.core.schema.TextNode's fields
+    id_: str
+    text: str
+    metadata: dict = {{}}
+    relationships: dict = {{}}
+
+
+class NodeWithScore(BaseModel):
+    node: TextNode
+    score: float | None = None
+
+
+@dataclass
+class Response:  # llama_index.core.base.response.schema.Response
+    response: str | None
+    source_nodes: list = field(default_factory=list)
+    metadata: dict | None = None
+
+
+def answer(question):
+    nodes = [
+        NodeWithScore(
+            node=TextNode(id_=str(uuid.uuid4()), text="chunk", metadata={{"file_name": name}}),
+            score=1.0 / (rank + 1),
+        )
+        for rank, name in enumerate(RETRIEVED[question])
+    ]
+    return Response(response="an answer", source_nodes=nodes, metadata={{}})
+
+
+def as_dict(question):
+    reply = answer(question)
+    return {{"result": {{"text": reply.response, "nodes": [
+        {{"uid": n.node.id_, "file": n.node.metadata["file_name"]}} for n in reply.source_nodes
+    ]}}}}
+"""
+
+
+def test_a_python_function_returning_a_llamaindex_response_object(tmp_path: Path) -> None:
+    module = tmp_path / "rag_objects.py"
+    module.write_text(LLAMA_MODULE.format(retrieved=RETRIEVED), encoding="utf-8")
+    _, document = evaluate(tmp_path, f"{module}:answer")
+    check_values(document, tmp_path / "out.db")
+
+
+def test_a_python_target_applies_response_map_flags(tmp_path: Path) -> None:
+    module = tmp_path / "rag_dicts.py"
+    module.write_text(LLAMA_MODULE.format(retrieved=RETRIEVED), encoding="utf-8")
+    maps = [
+        "answer=result.text",
+        "retrieved=result.nodes",
+        "retrieved.id=uid",
+        "retrieved.doc_id=file",
+    ]
+    flags = [flag for pair in maps for flag in ("--response-map", pair)]
+    _, document = evaluate(tmp_path, f"{module}:as_dict", *flags)
+    check_values(document, tmp_path / "out.db", "mapping")
+
+
+def test_an_http_request_template_flag_and_an_unreadable_reply_named_by_its_shape(
+    tmp_path: Path, llamaindex_service: str
+) -> None:
+    # the service reads "question": a template without it gets a 422 on every case
+    template = json.dumps({"query": "{question}", "k": "{top_k}"})
+    _, bad = evaluate(tmp_path, llamaindex_service, "--request-template", template,
+                      out_name="bad", checked=False)  # fmt: skip
+    assert {c["error_type"] for c in bad["cases"]} == {"http_4xx"}
+    # with the right template the same flag works
+    good = json.dumps({"question": "{question}"})
+    _, document = evaluate(tmp_path, llamaindex_service, "--request-template", good)
+    check_values(document, tmp_path / "out.db")
+    # a named format that does not fit: every case says the reply's shape and the mapping
+    _, wrong = evaluate(tmp_path, llamaindex_service, "--response-format", "langchain",
+                        out_name="wrong", checked=False)  # fmt: skip
+    message = wrong["cases"][0]["error_message"]
+    assert "is not in the langchain format" in message
+    assert '"source_nodes": [{"node_id": string, "text": string, "score": number' in message
+    assert "--response-map answer=response --response-map retrieved=source_nodes" in message
