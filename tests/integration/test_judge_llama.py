@@ -103,10 +103,16 @@ def test_local_judge_end_to_end(
     skipped = {key for key, s in first.items() if s.status == "skipped"}
     cases = tuple(case.case_id for case, _ in pairs)
     refusal_skips = {("faithfulness", "unknown"), ("groundedness", "unknown")}
-    assert (
-        skipped
-        == {(metric, case) for metric in UNANSWERABLE_ONLY for case in cases} | refusal_skips
-    )
+    # the judge's abstention verdict may read the other answer as a refusal too: then its claim
+    # metrics skip it, saying the judge decided
+    judged_refusals = {
+        key
+        for key in skipped - refusal_skips
+        if key[0] in ("faithfulness", "groundedness")
+        and "abstained (judge" in (first[key].reason or "")
+    }
+    unanswerable_only = {(metric, case) for metric in UNANSWERABLE_ONLY for case in cases}
+    assert skipped == unanswerable_only | refusal_skips | judged_refusals
     assert all(first[key].reason for key in skipped)
     assert all("abstained (phrase:" in (first[key].reason or "") for key in refusal_skips)
     first = {key: s for key, s in first.items() if key not in skipped}
@@ -140,8 +146,8 @@ def test_local_judge_end_to_end(
     factual = first[("factual_accuracy", "right")]
     if factual.status == "ok":
         assert factual.details["grade"] in "ABCDE"
-    grounded = first[("groundedness", "right")]
-    if grounded.status == "ok":
+    grounded = first.get(("groundedness", "right"))  # None: skipped as a judged refusal
+    if grounded is not None and grounded.status == "ok":
         assert isinstance(grounded.details["unsupported_claims"], list)
 
     # every call is recorded: an answered one with its tokens, a failed one with its error
@@ -157,9 +163,10 @@ def test_local_judge_end_to_end(
     # per case 11 calls (10 when no claim is found; +1 per repair): faithfulness 2, then one
     # each for relevancy, precision, recall, groundedness, correctness, classification, factual
     # accuracy, answer correctness and abstention; each may be retried after a timeout. The
-    # refusal skips faithfulness and groundedness: 8 calls
+    # refusal (by its phrase, or by the judge's abstention verdict) skips faithfulness and
+    # groundedness: 8 calls
     attempts = 1 + judges.judge_settings(f"local:{gguf}").max_retries
-    assert 10 + 8 <= requests <= 22 * attempts * len(pairs)
+    assert 8 * len(pairs) <= requests <= 22 * attempts * len(pairs)
 
     # the second run asks only what failed the first time: an answered call comes from the
     # cache, and a score built from answered calls alone is the same

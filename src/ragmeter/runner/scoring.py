@@ -335,7 +335,7 @@ def note_skip_reasons(store: RunStore, run_id: str, scorecard: Scorecard) -> Non
     everywhere = [m for m in scorecard.metrics if m.n_skipped and not m.n_scored]
     if not everywhere:
         return
-    reasons = store.skip_reasons(run_id, [m.name for m in everywhere])
+    reasons = store.score_reasons(run_id, [m.name for m in everywhere])
     for summary in everywhere:
         summary.skip_reason = reasons.get(summary.name)
 
@@ -347,7 +347,7 @@ def note_fail_reasons(store: RunStore, run_id: str, scorecard: Scorecard) -> Non
     unmeasured = [m for m in scorecard.metrics if m.n_failed and not m.n_scored]
     if not unmeasured:
         return
-    reasons = store.fail_reasons(run_id, [m.name for m in unmeasured])
+    reasons = store.score_reasons(run_id, [m.name for m in unmeasured], status="failed")
     for summary in unmeasured:
         summary.fail_reason = reasons.get(summary.name)
 

@@ -79,6 +79,9 @@ def score_rows(run_id: str, scores: Iterable[Score]) -> Iterator[tuple[Any, ...]
         yield (run_id, s.case_id, s.metric, s.value, s.status, s.reason, text)
 
 
+_REASON_SQL = "SELECT reason FROM scores WHERE run_id=? AND metric=? AND status=? AND reason>''"
+
+
 class RunStore(RunStreams):
     """The run store at ``path`` (a SQLite file, or ``":memory:"``).
 
@@ -415,33 +418,14 @@ class RunStore(RunStreams):
             ).fetchall()
         return [rows.score_from_row(row) for row in found]
 
-    def skip_reasons(self, run_id: str, metrics: Iterable[str]) -> dict[str, str]:
-        """metric -> the reason of one skipped score of it (the first found): for metrics
-        skipped on every case, whose reasons the scorecard shows. Each look-up stops at the
-        first row it finds."""
+    def score_reasons(
+        self, run_id: str, metrics: Iterable[str], status: str = "skipped"
+    ) -> dict[str, str]:
+        """metric -> the reason of its first score with ``status``, for the scorecard."""
         found: dict[str, str] = {}
-        with self._errors(f"reading the skip reasons of run {run_id}"):
+        with self._errors(f"reading the {status} reasons of run {run_id}"):
             for metric in metrics:
-                row = self.db.execute(
-                    "SELECT reason FROM scores WHERE run_id=? AND metric=? AND status='skipped'"
-                    " AND reason IS NOT NULL LIMIT 1",
-                    (run_id, metric),
-                ).fetchone()
-                if row is not None:
-                    found[metric] = str(row[0])
-        return found
-
-    def fail_reasons(self, run_id: str, metrics: Iterable[str]) -> dict[str, str]:
-        """metric -> the reason of one failed score of it (the first found): for metrics no
-        case was scored on, whose reasons the scorecard shows."""
-        found: dict[str, str] = {}
-        with self._errors(f"reading the failure reasons of run {run_id}"):
-            for metric in metrics:
-                row = self.db.execute(
-                    "SELECT reason FROM scores WHERE run_id=? AND metric=? AND status='failed'"
-                    " AND reason IS NOT NULL LIMIT 1",
-                    (run_id, metric),
-                ).fetchone()
+                row = self.db.execute(_REASON_SQL, (run_id, metric, status)).fetchone()
                 if row is not None:
                     found[metric] = str(row[0])
         return found
