@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +26,8 @@ from ragmeter.reports.html.format import change_interval_text, change_text, chan
 from ragmeter.reports.markdown import render_markdown
 from ragmeter.reports.perspectives import failure_notes
 from ragmeter.scoring.compare import RunScores, compare_runs
+from tests.test_target_edges import Reply as EdgeReply
+from tests.test_target_edges import Request, Script, Server, on_post
 
 # FastAPI's reply to a body without the field it requires (the issue's service)
 UNPROCESSABLE = {
@@ -38,41 +38,14 @@ UNPROCESSABLE = {
 Reply = tuple[int, Any]
 
 
-class Server:
-    """POST answers ``script(question)``; GET /health is 200."""
+def json_replies(answer: Callable[[str], Reply]) -> Script:
+    """A scripted server's POST handler from ``answer(question)`` -> (status, JSON body)."""
 
-    def __init__(self, script: Callable[[str], Reply]) -> None:
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
+    def reply(request: Request) -> EdgeReply:
+        status, payload = answer(str(json.loads(request.body or b"{}").get("question", "")))
+        return status, {"Content-Type": "application/json"}, json.dumps(payload).encode()
 
-            def _send(self, status: int, payload: Any) -> None:
-                body = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def do_GET(self) -> None:
-                self._send(200, {"status": "ok"})
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                request = json.loads(self.rfile.read(length) or b"{}")
-                self._send(*script(str(request.get("question", ""))))
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
-
-    def stop(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+    return on_post(reply)
 
 
 @pytest.fixture
@@ -80,7 +53,7 @@ def serve() -> Iterator[Callable[[Callable[[str], Reply]], Server]]:
     servers: list[Server] = []
 
     def start(script: Callable[[str], Reply]) -> Server:
-        servers.append(Server(script))
+        servers.append(Server(json_replies(script)))
         return servers[-1]
 
     yield start

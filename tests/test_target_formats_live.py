@@ -7,10 +7,8 @@ checked against a hand computation."""
 from __future__ import annotations
 
 import json
-import threading
 import uuid
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +17,7 @@ from click.testing import CliRunner, Result
 
 from ragmeter.cli.main import main
 from ragmeter.store import RunStore
+from tests.test_target_edges import Reply, Request, Server, on_post
 
 # question -> the files of the nodes the service retrieves, in its order
 RETRIEVED = {
@@ -74,35 +73,17 @@ def natural_reply(question: str) -> dict[str, Any]:
 
 @pytest.fixture
 def llamaindex_service() -> Iterator[str]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
+    def reply(request: Request) -> Reply:
+        body = json.loads(request.body or b"{}")
+        if request.path != "/query" or "question" not in body:
+            status, payload = 422, {"detail": [{"loc": ["body", "question"], "msg": "missing"}]}
+        else:
+            status, payload = 200, natural_reply(body["question"])
+        return status, {"Content-Type": "application/json"}, json.dumps(payload).encode()
 
-        def log_message(self, *args: Any) -> None:
-            pass
-
-        def _send(self, status: int, payload: Any) -> None:
-            body = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def do_GET(self) -> None:
-            self._send(200 if self.path == "/health" else 404, {"status": "ok"})
-
-        def do_POST(self) -> None:
-            request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            if self.path != "/query" or "question" not in request:
-                self._send(422, {"detail": [{"loc": ["body", "question"], "msg": "missing"}]})
-                return
-            self._send(200, natural_reply(request["question"]))
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    server = Server(on_post(reply))  # GET /health: 200
+    yield server.url
+    server.stop()
 
 
 def write_dataset(folder: Path) -> Path:
