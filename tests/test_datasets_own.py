@@ -39,21 +39,32 @@ def user_records() -> list[dict[str, Any]]:
     return records
 
 
-def test_the_users_file_gives_one_problem_per_unknown_field_with_a_hint(tmp_path: Path) -> None:
-    path = write_jsonl(tmp_path / "cases.jsonl", user_records())
-    problems = validate_dataset(str(path))
-    # 26 + 22 + 22 = 70 per-line problems before; one per field now, at its first line
-    assert [(p.line, p.field, p.count) for p in problems] == [
-        (1, "answer", 26),
-        (1, "source_file", 22),
-        (1, "source_node", 22),
+def test_names_without_a_safe_reading_give_one_problem_per_field_with_a_hint(
+    tmp_path: Path,
+) -> None:
+    # beside 'contexts' an 'answer' is a system's recorded answer; two document columns and
+    # a chunk column leave no single gold passage: none of them is read (datasets.readings)
+    records = [
+        {**r, "contexts": ["c"], "doc_id": "d"} if "source_file" in r else {**r, "contexts": []}
+        for r in user_records()
     ]
-    answer, source_file, source_node = (str(p) for p in problems)
+    path = write_jsonl(tmp_path / "cases.jsonl", records)
+    problems = validate_dataset(str(path))
+    # 26 + 26 + 22 + 22 + 22 = 118 per-line problems before; one per field, at its first line
+    found = {p.field: p for p in problems}
+    assert {field: (p.line, p.count) for field, p in found.items()} == {
+        "answer": (1, 26),
+        "contexts": (1, 26),
+        "doc_id": (1, 22),
+        "source_file": (1, 22),
+        "source_node": (1, 22),
+    }
+    answer = str(found["answer"])
     assert answer.startswith(f"{path}:1: case q01: field 'answer': unknown field: ")
     assert "--field-map reference_answer=answer" in answer
     assert answer.endswith("[in 26 records; the first is here]")
-    assert "--field-map gold_passages.0.doc_id=source_file" in source_file
-    assert "--field-map gold_passages.0.chunk_id=source_node" in source_node
+    assert "--field-map gold_passages.0.doc_id=source_file" in str(found["source_file"])
+    assert "--field-map gold_passages.0.chunk_id=source_node" in str(found["source_node"])
 
 
 def test_the_users_file_loads_with_the_documented_map(tmp_path: Path) -> None:
@@ -247,18 +258,33 @@ def test_csv_and_parquet_without_a_map_are_read_by_their_own_names(tmp_path: Pat
     )
     [case] = load_dataset(str(path))
     assert (case.case_id, case.reference_answer, case.gold_passages[0].doc_id) == ("c1", "A", "d")
+    # no map: columns with a safe reading are read by it (datasets.readings), the same in
+    # CSV and Parquet; others are problems (with their hint), once per column
     _write_csv(tmp_path / "t.csv")
-    csv_found = {(p.line, p.field, p.count) for p in validate_dataset(str(tmp_path / "t.csv"))}
-    # no map: an unknown column is a problem (with its hint), once per column
-    assert csv_found == {(2, "answer", 2), (2, "source_file", 1)}
+    expected = [("r1", "A1", ["a.md"]), ("r2", "A2", [])]
+    csv_cases = load_dataset(str(tmp_path / "t.csv"))
+    assert [
+        (c.case_id, c.reference_answer, [g.doc_id for g in c.gold_passages]) for c in csv_cases
+    ] == expected
+    recorded = tmp_path / "recorded.csv"
+    recorded.write_text("id,question,answer,response\nr1,Q?,A,B\nr2,Q?,A,B\n", encoding="utf-8")
+    csv_found = {(p.line, p.field, p.count) for p in validate_dataset(str(recorded))}
+    assert csv_found == {(2, "answer", 2), (2, "response", 2)}
     pyarrow = pytest.importorskip("pyarrow", reason="pyarrow is not installed: no Parquet check")
     import pyarrow.parquet as pq
 
-    pq.write_table(pyarrow.Table.from_pylist(TABLE), tmp_path / "t.parquet")
+    parquet_rows = [{**row, "source_file": row["source_file"] or None} for row in TABLE]
+    pq.write_table(pyarrow.Table.from_pylist(parquet_rows), tmp_path / "t.parquet")
+    parquet_cases = load_dataset(str(tmp_path / "t.parquet"))
+    assert [
+        (c.case_id, c.reference_answer, [g.doc_id for g in c.gold_passages]) for c in parquet_cases
+    ] == expected
+    recorded_rows = [{"id": "r1", "question": "Q?", "answer": "A", "response": "B"}]
+    pq.write_table(pyarrow.Table.from_pylist(recorded_rows), tmp_path / "recorded.parquet")
     parquet_found = {
-        (p.line, p.field, p.count) for p in validate_dataset(str(tmp_path / "t.parquet"))
+        (p.line, p.field, p.count) for p in validate_dataset(str(tmp_path / "recorded.parquet"))
     }
-    assert parquet_found == {(1, "answer", 2), (1, "source_file", 2)}
+    assert parquet_found == {(1, "answer", 1), (1, "response", 1)}
 
 
 # the field-map parser

@@ -244,3 +244,78 @@ def test_an_http_request_template_flag_and_an_unreadable_reply_named_by_its_shap
     assert "is not in the langchain format" in message
     assert '"source_nodes": [{"node_id": string, "text": string, "score": number' in message
     assert "--response-map answer=response --response-map retrieved=source_nodes" in message
+
+
+# the user's own dataset shape (issue 29): their expected answer under 'answer', the gold file
+# and their own pinned node id in flat columns, an unanswerable question without a source
+OWN_CASES = [
+    {"id": "c1", "question": "How much leave do I get?", "answer": "25 days.",
+     "source_file": "leave-policy.md", "source_node": "leave-policy#allowance"},
+    {"id": "c2", "question": "When are expenses due?", "answer": "Within 30 days.",
+     "source_file": "expenses.md", "source_node": "expenses#deadline"},
+    {"id": "c3", "question": "Which days are holidays and how is leave booked?",
+     "answer": "Public holidays; leave is booked in the portal.",
+     "source_file": "holidays.md", "source_node": "holidays#list"},
+    {"id": "c4", "question": "What is the CEO's shoe size?",
+     "answer": "The documents do not say.", "answerable": False},
+]  # fmt: skip
+OWN_RETRIEVED = {**RETRIEVED, "What is the CEO's shoe size?": ["security.md"]}
+# by hand, documents counted once at their first rank (c4 has no gold: not scored):
+#   c1: expenses, leave-policy           -> first relevant at 2
+#   c2: expenses, holidays               -> first relevant at 1
+#   c3: security, holidays, leave-policy -> first relevant at 2
+# the gold node ids never match the service's random UUIDs: matched through doc_id
+OWN_EXPECTED = {
+    "hit_rate_at_1": (0 + 1 + 0) / 3,
+    "recall_at_3": (1 + 1 + 1) / 3,
+    "precision_at_3": (1 / 3 + 1 / 3 + 1 / 3) / 3,
+    "mrr": (1 / 2 + 1 + 1 / 2) / 3,
+}
+READ_LINE = (
+    "read answer -> reference_answer, source_file -> gold_passages.0.doc_id, "
+    "source_node -> gold_passages.0.chunk_id"
+)
+
+
+@pytest.mark.parametrize("as_function", [False, True])
+def test_the_users_own_dataset_shape_with_one_flag(tmp_path: Path, as_function: bool) -> None:
+    dataset = tmp_path / "own.jsonl"
+    dataset.write_text("".join(json.dumps(c) + "\n" for c in OWN_CASES), encoding="utf-8")
+    if as_function:
+        module = tmp_path / "rag_own.py"
+        module.write_text(LLAMA_MODULE.format(retrieved=OWN_RETRIEVED), encoding="utf-8")
+        target, server = f"{module}:answer", None
+    else:
+
+        def reply(request: Request) -> Reply:
+            files = OWN_RETRIEVED[json.loads(request.body or b"{}")["question"]]
+            payload = {**natural_reply("How much leave do I get?"), "source_nodes": [
+                {"node_id": str(uuid.uuid4()), "text": "t", "metadata": {"file_name": name}}
+                for name in files
+            ]}  # fmt: skip
+            return 200, {"Content-Type": "application/json"}, json.dumps(payload).encode()
+
+        server = Server(on_post(reply))
+        target = server.url
+    try:
+        result = CliRunner().invoke(
+            main,
+            ["eval", "--no-progress", "--dataset", str(dataset), "--target", target,
+             "--metrics", "retrieval", "--store", str(tmp_path / "own.db"),
+             "--output-dir", str(tmp_path / "own"), "--response-format", "auto"],
+        )  # fmt: skip
+    finally:
+        if server is not None:
+            server.stop()
+    assert result.exit_code == 0, result.output
+    assert f"{dataset}: {READ_LINE}" in " ".join(result.output.split())
+    [path] = (tmp_path / "own").glob("*.json")
+    document = json.loads(path.read_text(encoding="utf-8"))
+    values = {m["name"]: m for m in document["scorecard"]["metrics"]}
+    for name, expected in OWN_EXPECTED.items():
+        assert values[name]["value"] == pytest.approx(expected), name
+        assert values[name]["n_scored"] == 3, name
+    [unanswerable] = [c for c in document["cases"] if c["case_id"] == "c4"]
+    assert {unanswerable["scores"][name]["reason"] for name in OWN_EXPECTED} == {
+        "case has no gold passages"
+    }

@@ -4,6 +4,7 @@ judge's llama.cpp build and model (``scripts/setup_llama.py``)."""
 from __future__ import annotations
 
 import importlib.util
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -60,6 +61,16 @@ def gguf() -> Path:
     if done.returncode != 0:
         pytest.fail(f"{SETUP_LLAMA.name} failed: {done.stderr[-2000:]}", pytrace=False)
     return Path(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(autouse=True)
+def one_llama_thread(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The local judge's server on one CPU thread in the suite (unless the environment names
+    another count): the suite's other workers keep the cores busy, and two llama.cpp threads
+    that wait for each other at every step lose out to them (4 calls: 78 s on 2 threads, 48 s
+    on 1, beside 3 busy processes on 2 cores). Only the time depends on it."""
+    if "gguf" in request.fixturenames:
+        monkeypatch.setenv("RAGMETER_LOCAL_THREADS", os.environ.get("RAGMETER_LOCAL_THREADS", "1"))
 
 
 @pytest.fixture(scope="module")

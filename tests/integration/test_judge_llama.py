@@ -326,7 +326,12 @@ def alive(pid: int) -> bool:
 
 
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc")
-def test_sigterm_stops_the_local_judge_server(gguf: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGKILL])
+def test_a_stopped_run_leaves_no_local_judge_server(
+    gguf: Path, tmp_path: Path, stop: signal.Signals
+) -> None:
+    # SIGTERM: the run stops its server and is marked interrupted; SIGKILL runs no handler,
+    # and the kernel ends the server (PR_SET_PDEATHSIG) when its parent is gone
     pairs = long_pairs()
     (tmp_path / "cases.jsonl").write_text(
         "".join(json.dumps({"id": c.case_id, "question": c.question}) + "\n" for c, _ in pairs)
@@ -364,7 +369,7 @@ def test_sigterm_stops_the_local_judge_server(gguf: Path, tmp_path: Path) -> Non
             time.sleep(0.2)
         assert server is not None, f"no llama.cpp server child: {process.poll()}"
         time.sleep(1.0)  # the server is loading or judging: the run is in its judging stage
-        process.send_signal(signal.SIGTERM)
+        process.send_signal(stop)
         out, err = process.communicate(timeout=60)
     finally:
         if process.poll() is None:
@@ -374,6 +379,9 @@ def test_sigterm_stops_the_local_judge_server(gguf: Path, tmp_path: Path) -> Non
     while alive(server) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not alive(server), f"llama.cpp server {server} outlived the run: {err[-2000:]}"
+    if stop == signal.SIGKILL:
+        assert process.returncode == -signal.SIGKILL
+        return
     assert process.returncode == 143, out[-2000:] + err[-2000:]
     with sqlite3.connect(tmp_path / "runs.db") as db:
         statuses = [row[0] for row in db.execute("SELECT status FROM runs")]

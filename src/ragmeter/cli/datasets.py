@@ -172,7 +172,11 @@ def validate_command(path: str, field_map: dict[str, str]) -> None:
     if problems:
         click.echo(f"{len(problems)} problem(s)", err=True)
         sys.exit(1)
-    click.echo(f"ok: {len(load_dataset(path, field_map or None))} cases")
+    from ragmeter.datasets.readings import dataset_readings, describe_readings
+
+    readings = dataset_readings(path, field_map or None)
+    read = f"; read {describe_readings(readings)}" if readings else ""
+    click.echo(f"ok: {len(load_dataset(path, field_map or None))} cases{read}")
 
 
 @datasets_group.command("import-squad")

@@ -23,7 +23,11 @@ from ragmeter.cli.noise_options import noise_options
 from ragmeter.cli.options import config_overrides, pairs, shared, target_spec, targets_file
 from ragmeter.cli.overrides import option_names, refuse_ignored_by_resume
 from ragmeter.cli.perspective import seed003_options, write_outputs
-from ragmeter.cli.running import exit_if_every_case_failed, run_with_progress
+from ragmeter.cli.running import (
+    exit_if_every_case_failed,
+    print_dataset_readings,
+    run_with_progress,
+)
 from ragmeter.cli.target_options import target_options
 from ragmeter.config import (
     DEFAULT_BREAKDOWNS,
@@ -173,6 +177,8 @@ def eval_command(ctx: click.Context, /, **params: Any) -> None:
     if baseline and not Path(baseline).is_file():
         check_baseline_is_stored(config.store, baseline)  # before any question is asked
     check_non_inferior_has_baseline(config)
+    if not config.resume:
+        print_dataset_readings(config)
     outcome = run_with_progress(config, config.resume, config.verbose)
     write_outputs(outcome, config.save_trace)  # before the comparison, which may refuse
     failed, comparison = False, None

@@ -22,6 +22,22 @@ if TYPE_CHECKING:
     from ragmeter.runner.engine import RunOutcome
 
 
+def print_dataset_readings(config: EvalConfig) -> None:
+    """Say which columns of the datasets are read by their meaning in other tools
+    (``datasets.readings``), before anything is asked."""
+    from ragmeter.datasets.readings import dataset_readings, describe_readings
+
+    for spec in config.datasets:
+        readings = dataset_readings(spec, config.field_map or None)
+        if readings:
+            errors.print(
+                Text(
+                    f"{spec}: read {describe_readings(readings)} (--field-map reads these "
+                    "columns otherwise)"
+                )
+            )
+
+
 def run_with_progress(config: EvalConfig, resume: str | None, verbose: bool = True) -> RunOutcome:
     """Ask, score and store one run (or finish ``resume``), print its scorecard (all of it
     when ``verbose``, else the compact view)."""

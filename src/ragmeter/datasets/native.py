@@ -11,6 +11,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from ragmeter.datasets.jsonl import case_id_of, inspect_value, read_jsonl, read_text
 from ragmeter.datasets.problems import DatasetError, Problem, problems_from_validation
+from ragmeter.datasets.readings import read_other_names
 from ragmeter.models import Case
 from ragmeter.yamlio import StrictSafeLoader, alias_problem, yaml_error_message
 
@@ -151,6 +152,7 @@ def validate_record(
 ) -> tuple[Case | None, list[Problem]]:
     """The case of one raw record, or None and the problems that name what is wrong."""
     case_id = case_id_of(record)
+    record, _ = read_other_names(record)
     try:
         case = Case.model_validate(record)
     except ValidationError as exc:

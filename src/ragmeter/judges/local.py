@@ -65,6 +65,16 @@ AUTO_MAX_CTX = 8192
 MIN_AUTO_CTX = 2048
 MEMORY_SHARE = 0.25  # of the available memory, for the KV cache of an automatic n_ctx
 _HASHES: dict[tuple[str, int, float], str] = {}
+# starts the server as ``python ARGS...`` in the same process, after asking Linux to send it
+# SIGTERM when its parent dies, however it dies (a SIGKILL runs no handler and no atexit)
+WITH_PARENT = (
+    "import ctypes, os, signal, sys\n"
+    "if sys.platform.startswith('linux'):\n"
+    "    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG\n"
+    "if os.getppid() != int(sys.argv[1]):\n"
+    "    sys.exit(0)  # the parent died before the request\n"
+    "os.execv(sys.executable, [sys.executable, *sys.argv[2:]])\n"
+)
 # the llama.cpp servers this process started and has not stopped yet, by pid
 _LIVE: dict[int, subprocess.Popen[bytes]] = {}
 _LIVE_LOCK = threading.Lock()
@@ -267,7 +277,8 @@ class LocalLlamaJudge:
 
     def _command(self, port: int) -> list[str]:
         return [
-            sys.executable, "-m", "llama_cpp.server",
+            sys.executable, "-c", WITH_PARENT, str(os.getpid()),
+            "-m", "llama_cpp.server",
             "--model", str(self.path),
             "--host", "127.0.0.1",
             "--port", str(port),

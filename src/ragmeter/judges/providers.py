@@ -76,7 +76,22 @@ def local_judge(
     from ragmeter.judges.local import LocalLlamaJudge
 
     # RAGMETER_LOCAL_N_CTX: the server's context size, or "auto" (the default: chosen from the
-    # model's training context and the memory, see ragmeter.judges.local)
-    given = os.environ.get("RAGMETER_LOCAL_N_CTX", "auto").strip().lower()
-    n_ctx = None if given in ("", "auto", "0") else int(given)
-    return LocalLlamaJudge(model, n_ctx=n_ctx, timeout_s=timeout_s, max_retries=max_retries)
+    # model's training context and the memory, see ragmeter.judges.local);
+    # RAGMETER_LOCAL_THREADS: the server's CPU threads (default 2)
+    n_ctx = _local_setting("RAGMETER_LOCAL_N_CTX", allow_auto=True)
+    threads = _local_setting("RAGMETER_LOCAL_THREADS", allow_auto=False) or 2
+    return LocalLlamaJudge(
+        model, n_ctx=n_ctx, n_threads=threads, timeout_s=timeout_s, max_retries=max_retries
+    )
+
+
+def _local_setting(name: str, *, allow_auto: bool) -> int | None:
+    from ragmeter.judges.base import JudgeError
+
+    given = os.environ.get(name, "").strip().lower()
+    if given in ("", "auto") and (allow_auto or not given):
+        return None
+    if given.isdigit() and int(given) > 0:
+        return int(given)
+    wanted = "a whole number > 0" + (' or "auto"' if allow_auto else "")
+    raise JudgeError("config", f"{name}={given!r}: expected {wanted}")
