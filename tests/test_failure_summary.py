@@ -115,6 +115,12 @@ def test_a_422_on_every_request_exits_3_with_the_error_summary(
         'http_4xx 3: HTTP 422: {"detail": [{"type": "missing", "loc": ["body", "query"]' in output
     )
     assert "error: every case failed (3 of 3), nothing was measured: http_4xx 3: HTTP 422" in output
+    # FastAPI's missing body field, with the template that sends it (the example keeps the
+    # head and the tail of a long message)
+    assert (
+        """which the request did not send: --request-template '{"query": "{question}"}')"""
+        in output
+    )
     assert "run " in output and "is stored" in output
     markdown, html = reports(tmp_path)
     assert "## Failures and skips" in markdown and "**Every case failed** (3 of 3)" in markdown
@@ -285,3 +291,24 @@ def test_a_bad_perspective_option_is_blamed_on_the_option_not_the_file(tmp_path:
     )
     assert result.exit_code == 2
     assert f"{config}: invalid config: perspectives: unknown perspectives" in flat(result.output)
+
+
+def test_the_422_hint_names_only_body_fields_the_request_did_not_send() -> None:
+    from ragmeter.targets.http import missing_body_hint
+
+    text = json.dumps(
+        {
+            "detail": [
+                {"loc": ["body", "query"]},
+                {"loc": ["body", "question"]},
+                {"loc": ["query", "k"]},
+            ]
+        }
+    )
+    sent = {"question": "Q?", "top_k": 5}
+    assert missing_body_hint(text, sent) == (
+        " (the service reads body field 'query', which the request did not send: "
+        """--request-template '{"query": "{question}"}')"""
+    )
+    assert missing_body_hint(text, {"query": "Q?", "question": "Q?"}) == ""
+    assert missing_body_hint('{"error": "bad request"}', sent) == ""

@@ -396,7 +396,8 @@ class HttpTarget:
                 None,
             )
         kind = "http_429" if status == 429 else f"http_{status // 100}xx"
-        error = TargetError(kind, f"HTTP {status}: {text}", attempts)
+        hint = missing_body_hint(text, body) if status == 422 else ""
+        error = TargetError(kind, f"HTTP {status}: {text}{hint}", attempts)
         if status < 500 and status != 429:
             raise error
         return error, retry_after
@@ -439,3 +440,20 @@ class HttpTarget:
 
     async def aclose(self) -> None:
         await self.client.aclose()
+
+
+_BODY_FIELD = re.compile(r'"loc"\s*:\s*\[\s*"body"\s*,\s*"([^"]{1,64})"')
+
+
+def missing_body_hint(text: str, body: Any) -> str:
+    """For a 422 in FastAPI's shape naming body fields the request did not send (``"loc":
+    ["body", "query"]``): the request template that sends them."""
+    sent = body if isinstance(body, dict) else {}
+    wanted = [name for name in dict.fromkeys(_BODY_FIELD.findall(text)) if name not in sent]
+    if not wanted:
+        return ""
+    template = json.dumps({name: "{question}" for name in wanted[:1]})
+    return (
+        f" (the service reads body field {', '.join(map(repr, wanted))}, which the request "
+        f"did not send: --request-template '{template}')"
+    )
