@@ -205,6 +205,15 @@ def test_a_run_of_unmatchable_ids_reads_failed_and_its_target_is_not_measured(
     assert recall.fail_reason is not None and recall.fail_reason.startswith(
         "retrieved ids never match gold ids (example: retrieved 'a3f9c2d1-"
     )
+    # the same reason in every report: console, Markdown and HTML
+    from ragmeter.reports.html.run import failures_section
+    from ragmeter.reports.markdown import render_markdown
+
+    markdown = render_markdown(outcome.record)
+    assert "recall\\_at\\_5" in markdown.split("## Failures and skips")[1]
+    assert ": measured on no case: retrieved ids never match gold ids" in markdown
+    html = failures_section(outcome.record)
+    assert ": measured on no case: retrieved ids never match gold ids (example: retrieved" in html
 
 
 def beir_folder(root: Path) -> Path:

@@ -5,9 +5,10 @@ when every case failed.
 :func:`failure_summary` reads it from the run record: the failed cases by error type with one
 example message each (``performance["errors_by_type"]`` and ``["error_examples"]``, gathered by
 :class:`ragmeter.metrics.performance_tally.PerformanceTally`, secrets masked and the message cut
-to one line) and the metrics skipped on every case with their reason
-(:attr:`ragmeter.models.MetricSummary.skip_reason`). The text is plain: each report makes it
-inert its own way (``inert``, ``md_text``, ``esc``).
+to one line), the metrics skipped on every case with their reason
+(:attr:`ragmeter.models.MetricSummary.skip_reason`) and those measured on no case because their
+scores failed for one reason (``fail_reason``: retrieved ids that never match gold ids). The
+text is plain: each report makes it inert its own way (``inert``, ``md_text``, ``esc``).
 """
 
 from __future__ import annotations
@@ -47,10 +48,17 @@ class SkipGroup:
     listed: int = NAMES_LISTED
     # the metrics also failed on some cases (a target error): skipped on every other case
     partly_failed: bool = False
+    # not skipped: every score failed for this reason (retrieved ids that never match gold ids)
+    failed: bool = False
 
     @property
     def where(self) -> str:
         return "every case that did not fail" if self.partly_failed else "every case"
+
+    @property
+    def outcome(self) -> str:
+        """``skipped on every case`` or, for failed scores, ``measured on no case``."""
+        return "measured on no case" if self.failed else f"skipped on {self.where}"
 
     def names(self, limit: int | None = -1) -> str:
         """The metric names, the first ``limit`` of them (default ``listed``; None: all)."""
@@ -61,7 +69,7 @@ class SkipGroup:
 
     def line(self) -> str:
         """``recall_at_5: skipped on every case: target did not report retrieved chunks``."""
-        return f"{self.names()}: skipped on {self.where}: {self.reason}"
+        return f"{self.names()}: {self.outcome}: {self.reason}"
 
 
 @dataclass(frozen=True)
@@ -109,6 +117,7 @@ def failure_summary(record: RunRecord, headline: list[str] | None = None) -> Fai
     if failed and not errors:  # a run stored before the types were kept
         errors = [ErrorGroup("target error", failed, None)]
     by_reason: dict[tuple[str, bool], list[str]] = {}
+    unmeasured: dict[str, list[str]] = {}  # failed on every case it was scored on, and why
     if record.scorecard is not None:
         chosen = record.config.get("perspectives")
         names = [m.name for m in record.scorecard.metrics]
@@ -120,12 +129,16 @@ def failure_summary(record: RunRecord, headline: list[str] | None = None) -> Fai
         first = [name for name in headline or [] if name in names]
         for name in first + [name for name in names if name not in first]:
             summary = record.scorecard.get(name)
-            if summary is None or not summary.skip_reason or summary.n_scored:
+            if summary is None or summary.n_scored:
                 continue
-            key = (" ".join(summary.skip_reason.split()), summary.n_failed > 0)
-            by_reason.setdefault(key, []).append(name)
+            # a target error fails every metric of its case, which the errors above say
+            if summary.fail_reason and summary.n_failed > failed:
+                unmeasured.setdefault(" ".join(summary.fail_reason.split()), []).append(name)
+            elif summary.skip_reason:
+                key = (" ".join(summary.skip_reason.split()), summary.n_failed > 0)
+                by_reason.setdefault(key, []).append(name)
     skipped = [
         SkipGroup(reason, metrics, partly_failed=partly)
         for (reason, partly), metrics in by_reason.items()
-    ]
+    ] + [SkipGroup(reason, metrics, failed=True) for reason, metrics in unmeasured.items()]
     return FailureSummary(record.question_count, failed, errors, skipped)

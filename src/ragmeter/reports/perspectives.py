@@ -117,7 +117,7 @@ def summary_notes(record: RunRecord, headline: list[str] | None = None) -> list[
     skipped = summary.skipped
     if headline is not None:
         skipped = [
-            SkipGroup(group.reason, group.metrics, shown, group.partly_failed)
+            SkipGroup(group.reason, group.metrics, shown, group.partly_failed, group.failed)
             for group in skipped
             if (shown := sum(name in headline for name in group.metrics))
         ]
@@ -131,7 +131,8 @@ def summary_notes(record: RunRecord, headline: list[str] | None = None) -> list[
             example = f": {inert(group.example)}" if group.example else ""
             notes.append(f"  [red]{inert(group.error_type)}[/red] {group.count}{example}")
     for skip in skipped:
-        notes.append(f"[yellow]{inert(skip.line())}[/yellow]")
+        colour = "red" if skip.failed else "yellow"
+        notes.append(f"[{colour}]{inert(skip.line())}[/{colour}]")
     return notes
 
 
@@ -156,15 +157,6 @@ def failure_notes(record: RunRecord) -> list[str]:
         if failing:
             label = "metrics with failed scores" + (" besides target errors" if errors else "")
             notes.append(f"[red]{label}:[/red] {', '.join(failing)}")
-        # metrics measured on no case, and why (one reason, e.g. retrieved ids that never
-        # match the gold ids): grouped by reason
-        unmeasured: dict[str, list[str]] = {}
-        for m in record.scorecard.metrics:
-            if m.fail_reason and m.n_failed > errors and not m.n_scored:
-                unmeasured.setdefault(" ".join(m.fail_reason.split()), []).append(m.name)
-        for reason, names in unmeasured.items():
-            listed = ", ".join(names[:6]) + (f" (+{len(names) - 6} more)" if len(names) > 6 else "")
-            notes.append(f"[red]not measured:[/red] {inert(listed)}: {inert(reason)}")
     missed = [inert(t.metric) for t in record.targets if t.status == "fail"]
     if missed:
         notes.append(f"[red]targets failed:[/red] {', '.join(missed)}")
