@@ -122,6 +122,7 @@ def test_a_422_on_every_request_exits_3_with_the_error_summary(
         in output
     )
     assert "run " in output and "is stored" in output
+    assert "skipped on every case" not in output  # nothing was measured on any case
     markdown, html = reports(tmp_path)
     assert "## Failures and skips" in markdown and "**Every case failed** (3 of 3)" in markdown
     assert "- http\\_4xx 3: HTTP 422: \\{" in markdown and '\\["body", "query"\\]' in markdown
@@ -210,9 +211,13 @@ def test_the_summary_counts_by_type_most_first_with_an_inert_redacted_example() 
     notes = flat(" ".join(failure_notes(run)))
     assert "every case failed (27 of 27): nothing measured" in notes
     assert "http_4xx[/red] 26: HTTP 422: xxx" in notes and "\x1b" not in notes
+    # every case failed: no skip reason is listed (it would read as measured elsewhere)
+    assert "skipped on every case" not in notes
+    partly = record({"timeout": 1, "http_4xx": 26}, {"timeout": "no answer"}, 30)
+    notes = flat(" ".join(failure_notes(partly)))
     assert "recall_at_5: skipped on every case: target did not report chunk ids" in notes
     assert "- recall\\_at\\_5: skipped on every case: target did not report chunk ids" in (
-        render_markdown(run)
+        render_markdown(partly)
     )
     assert failure_summary(record({}, {}, 3)).failed == 0
 

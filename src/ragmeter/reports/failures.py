@@ -117,6 +117,10 @@ def failure_summary(record: RunRecord, headline: list[str] | None = None) -> Fai
     if failed and not errors:  # a run stored before the types were kept
         errors = [ErrorGroup("target error", failed, None)]
     by_reason: dict[tuple[str, bool], list[str]] = {}
+    if record.question_count and failed >= record.question_count:
+        # every case failed: a skip reason (a case without gold) would read as if something
+        # had been measured on the other cases
+        return FailureSummary(record.question_count, failed, errors, [])
     unmeasured: dict[str, list[str]] = {}  # failed on every case it was scored on, and why
     if record.scorecard is not None:
         chosen = record.config.get("perspectives")
