@@ -130,29 +130,37 @@ def test_eval_gate_exit_codes_on_the_demo(tmp_path: Path) -> None:
     )
     unmeasured = tmp_path / "unmeasured.yaml"
     unmeasured.write_text("- recall_at_5 > 0.7\n- cost_per_query < 0.01\n")
-    result, _ = _eval(tmp_path, "--targets", str(failing), "--gate")
+    # a --targets file replaces the default table: those runs compute only the families its
+    # targets name (recall_at_5, ndcg_at_5: retrieval; cost_per_query: performance;
+    # injection_*: injection); the default table's gate below stays a full eval
+    retrieval_cost = ("--metrics", "retrieval,performance")
+    result, _ = _eval(tmp_path, *retrieval_cost, "--targets", str(failing), "--gate")
     assert result.returncode == 4, result.stderr
     assert "recall_at_5" in result.stderr and "not measured" in result.stdout
     stored = json.loads(_ragmeter("show", "--json", _latest(tmp_path), cwd=tmp_path).stdout)
     assert stored["status"] == "completed"  # stored before the gate fails
     assert {t["status"] for t in stored["targets"]} == {"fail", "not_measured"}
     assert set(stored["breakdowns"]) == {"category", "difficulty", "answerable"}
-    result, _ = _eval(tmp_path, "--targets", str(passing), "--gate")
+    retrieval_safety = ("--metrics", "retrieval,injection")
+    result, _ = _eval(tmp_path, *retrieval_safety, "--targets", str(passing), "--gate")
     assert result.returncode == 0, result.stdout + result.stderr
     # a required target that no case measured fails the gate: nothing passes on no evidence
-    result, _ = _eval(tmp_path, "--targets", str(unmeasured), "--gate")
+    result, _ = _eval(tmp_path, *retrieval_cost, "--targets", str(unmeasured), "--gate")
     assert result.returncode == 4 and "not measured" in result.stderr, result.stderr
     assert "cost_per_query" in result.stderr
     result, _ = _eval(tmp_path, "--gate")  # the default table: safety targets are optional
     assert result.returncode == 0, result.stdout + result.stderr
-    result, _ = _eval(tmp_path, "--targets", str(failing))
+    result, _ = _eval(tmp_path, *retrieval_cost, "--targets", str(failing))
     assert result.returncode == 0  # no --gate: report only
 
 
 def test_compare_fail_on_regression_and_eval_baseline(tmp_path: Path) -> None:
-    good, good_id = _eval(tmp_path)
+    # every run computes the same families: retrieval (recall_at_5, hit_rate_at_5, the
+    # regression --top-k 1 causes) and performance (the Pareto's latency)
+    metrics = ("--metrics", "retrieval,performance")
+    good, good_id = _eval(tmp_path, *metrics)
     assert good.returncode == 0, good.stderr
-    worse, worse_id = _eval(tmp_path, "--top-k", "1")
+    worse, worse_id = _eval(tmp_path, *metrics, "--top-k", "1")
     assert worse.returncode == 0, worse.stderr
     result = _ragmeter("compare", good_id, worse_id, "--fail-on-regression", cwd=tmp_path)
     assert result.returncode == 4, result.stdout + result.stderr
@@ -171,15 +179,17 @@ def test_compare_fail_on_regression_and_eval_baseline(tmp_path: Path) -> None:
     # a fresh run of the worse system against the good run file as baseline
     run_file = next((tmp_path / ".ragmeter" / "runs").glob(f"{good_id}_*.json"))
     result = _ragmeter(
-        "eval", "--no-progress", "--top-k", "1", "--baseline", str(run_file), cwd=tmp_path
-    )
+        "eval", "--no-progress", *metrics, "--top-k", "1", "--baseline", str(run_file),
+        cwd=tmp_path,
+    )  # fmt: skip
     assert result.returncode == 4, result.stdout + result.stderr
-    result = _ragmeter("eval", "--no-progress", "--baseline", good_id, cwd=tmp_path)
+    result = _ragmeter("eval", "--no-progress", *metrics, "--baseline", good_id, cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_show_by_and_stats(tmp_path: Path) -> None:
-    result, run_id = _eval(tmp_path, "--breakdown", "tags")
+    # recall_at_5, the only metric named: the retrieval family
+    result, run_id = _eval(tmp_path, "--metrics", "retrieval", "--breakdown", "tags")
     assert result.returncode == 0
     shown = _ragmeter("show", run_id, "--by", "tags", "--metric", "recall_at_5", cwd=tmp_path)
     assert shown.returncode == 0 and "Breakdown by tags" in shown.stdout
