@@ -3,6 +3,7 @@ coverage by document type and the target's index statistics (seed 004)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from rich.console import RenderableType
@@ -95,14 +96,23 @@ def response_format_line(record: RunRecord) -> str | None:
     """``replies read as llamaindex (26, response format auto)``: how the target's replies were
     read (targets/formats.py); nothing for ragmeter's own format or a run stored before."""
     formats: dict[str, Any] = record.performance.get("response_formats") or {}
+    info = record.config.get("target_info") if isinstance(record.config, dict) else None
+    declared = info.get("request_template") if isinstance(info, dict) else None
+    asked = (
+        f"requests as the service's {inert(str(declared.get('from')))} asks: "
+        f"{inert(json.dumps(declared.get('template')))}"
+        if isinstance(declared, dict)
+        else ""
+    )
     if not formats or set(formats) == {"native"}:
-        return None
+        return asked or None
     target = record.config.get("target") if isinstance(record.config, dict) else None
     chosen = target.get("response_format") if isinstance(target, dict) else None
     counts = ", ".join(f"{inert(str(name))} ({count})" for name, count in formats.items())
-    return f"replies read as {counts}" + (
+    line = f"replies read as {counts}" + (
         f" · response format {inert(str(chosen))}" if chosen else ""
     )
+    return f"{asked} · {line}" if asked else line
 
 
 def operational_renderables(record: RunRecord) -> list[RenderableType]:

@@ -37,10 +37,13 @@ from ragmeter.retry import retry_delay_s
 from ragmeter.targets import index_stats
 from ragmeter.targets.base import TargetError
 from ragmeter.targets.formats import build_response
+from ragmeter.targets.openapi import template_from_openapi
 from ragmeter.targets.python import clip
 from ragmeter.targets.shapes import describe_shape
 
 DEFAULT_TEMPLATE: dict[str, Any] = {"question": "{question}", "top_k": "{top_k}"}
+OPENAPI_PATH = "/openapi.json"  # FastAPI's schema: the body a service reads (targets.openapi)
+OPENAPI_TIMEOUT_S = 5.0  # a service without one may not answer the path at all
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 _LIST_FIELDS = ("retrieved", "citations")
 _MAX_RETRY_AFTER_S = 30.0
@@ -311,7 +314,23 @@ class HttpTarget:
         if self.config.info_path:
             key, value = await self._models_info(self.config.info_path)
             snapshot[key] = value
+        if self.config.request_template is None:
+            declared = await self._declared_template()
+            if declared is not None:
+                self.template = declared
+                snapshot["request_template"] = {"template": declared, "from": OPENAPI_PATH}
         return snapshot
+
+    async def _declared_template(self) -> dict[str, str] | None:
+        """The request body the service's OpenAPI schema asks for, when the default body does
+        not fit it (``targets.openapi``); None when there is no schema or nothing to change."""
+        try:
+            async with asyncio.timeout(min(self.config.timeout_s, OPENAPI_TIMEOUT_S)):
+                reply, content = await self._get(OPENAPI_PATH)
+            document = json.loads(content) if reply.is_success else None
+        except (TimeoutError, httpx.HTTPError, _TooLarge, ValueError, RecursionError):
+            return None
+        return template_from_openapi(document, self.config.query_path)
 
     async def index_stats(self) -> dict[str, Any]:
         """``GET /index/stats`` (``options.index_stats_path`` in the target config; null to
