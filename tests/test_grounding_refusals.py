@@ -13,11 +13,20 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ragmeter.config import EvalConfig, TargetConfig
-from ragmeter.metrics.abstention import detect_abstention, refusal_rule, skip_refusal
+from ragmeter.metrics.abstention import (
+    DEFAULT_PHRASES,
+    detect_abstention,
+    phrase_found,
+    refusal_rule,
+    skip_refusal,
+)
 from ragmeter.metrics.base import MetricSettings, SkipScore, score_case
 from ragmeter.metrics.grounding import grounding_metrics
+from ragmeter.metrics.textmatch import fold
 from ragmeter.models import Case, CaseResult, Response, RetrievedChunk, Score
 from ragmeter.runner.engine import evaluate
 from ragmeter.targets.python import PythonTarget
@@ -189,3 +198,43 @@ def test_a_grounded_answer_is_still_graded() -> None:
     scores = score(FACTS[2])
     assert scores["claim_support_rate"].value == 1.0
     assert scores["numeric_fabrication_count"].value == 0.0
+
+
+# found by a new user: a service that answers by copying a passage of ragmeter's own docs,
+# which say "cannot answer" and "could not find" further on, read as refusals
+COPIED_PASSAGE = (
+    "Each metric is a small declaration: name, group, direction, how its per-case values "
+    "aggregate and the inputs it requires. For every case it gives a score with one of three "
+    "statuses. A metric that cannot answer for a case is skipped with its reason, and one "
+    "that could not find its inputs fails."
+)
+
+
+def test_a_phrase_later_in_a_long_answer_is_not_a_refusal() -> None:
+    assert len(COPIED_PASSAGE.split()) > 40
+    abstained, how = detect_abstention(Response(answer=COPIED_PASSAGE))
+    assert abstained is False
+    assert how == (
+        "no abstention phrase in the first sentence of a long answer ('cannot answer' later)"
+    )
+    assert refusal_rule(Response(answer=COPIED_PASSAGE)) is None
+    # a long answer that opens with a refusal is one
+    opening = f"{REFUSAL} {COPIED_PASSAGE}"
+    assert detect_abstention(Response(answer=opening)) == (True, "phrase: could not find")
+    # a short answer is read whole: a refusal after a courtesy is still one
+    polite = f"Thank you for your question. Unfortunately, {REFUSAL[0].lower()}{REFUSAL[1:]}"
+    assert detect_abstention(Response(answer=polite)) == (True, "phrase: could not find")
+
+
+words = st.lists(
+    st.sampled_from(["i", "could", "not", "find", "sure", "the", "leave", "is", "25", "days."]),
+    max_size=40,
+)
+
+
+@given(words)
+def test_an_answer_of_40_words_or_fewer_is_read_whole(answer_words: list[str]) -> None:
+    answer = " ".join(answer_words)
+    anywhere = any(phrase_found(p, fold(answer)) for p in DEFAULT_PHRASES)
+    abstained, how = detect_abstention(Response(answer=answer))
+    assert abstained == (anywhere or how.startswith(("empty answer", "short non-answer")))

@@ -7,6 +7,7 @@ checked against a hand computation."""
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -308,7 +309,14 @@ def test_the_users_own_dataset_shape_with_one_flag(tmp_path: Path, as_function: 
         if server is not None:
             server.stop()
     assert result.exit_code == 0, result.output
-    assert f"{dataset}: {READ_LINE}" in " ".join(result.output.split())
+    flat_output = " ".join(result.output.split())
+    assert f"{dataset}: {READ_LINE}" in flat_output
+    # the scorecard says how retrieval was matched: the gold node ids never match
+    assert "retrieval: retrieved chunk ids never match gold chunk ids (example: retrieved " in (
+        flat_output
+    )
+    gold_nodes = "|".join(re.escape(c["source_node"]) for c in OWN_CASES if "source_node" in c)
+    assert re.search(rf"vs gold '({gold_nodes})'\): matched by doc_id", flat_output)
     [path] = (tmp_path / "own").glob("*.json")
     document = json.loads(path.read_text(encoding="utf-8"))
     values = {m["name"]: m for m in document["scorecard"]["metrics"]}

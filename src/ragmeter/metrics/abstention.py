@@ -59,6 +59,10 @@ DEFAULT_PHRASES = SEED_PHRASES + EXTRA_PHRASES
 # one of these words is a DON'T KNOW whatever the phrase list
 SHORT_ANSWER_CHARS = 10
 SHORT_NON_ANSWERS = ("unknown", "n/a", "none", "null")
+# a refusal phrase counts anywhere in an answer of this many words at most, else only in its
+# first sentence (cut at this many words)
+LONG_ANSWER_WORDS = 40
+_SENTENCE_END = re.compile(r"[.!?](?=\s)|\n")
 
 
 def phrase_found(phrase: str, folded_answer: str) -> bool:
@@ -102,14 +106,32 @@ def detect_abstention(response: Response, phrases: tuple[str, ...] = ()) -> tupl
     if not answer:
         return True, "empty answer"
     phrases = phrases or DEFAULT_PHRASES
+    opening = refusal_region(answer)
     if _any_phrase(phrases).search(answer):  # then the first phrase of the list that occurs
         for phrase in phrases:
-            if phrase_found(phrase, answer):
+            if phrase_found(phrase, opening):
                 return True, f"phrase: {phrase}"
+        later = next(phrase for phrase in phrases if phrase_found(phrase, answer))
+        return (
+            False,
+            f"no abstention phrase in the first sentence of a long answer ({later!r} later)",
+        )
     word = short_non_answer(answer)
     if word is not None:
         return True, f"short non-answer: {word}"
     return False, "no abstention phrase"
+
+
+def refusal_region(folded_answer: str) -> str:
+    """Where a refusal phrase counts: the whole of a short answer (:data:`LONG_ANSWER_WORDS`
+    words at most), else the first sentence of a long one. A long answer that quotes a document
+    saying "cannot answer" or "not available" further on is an answer, not a refusal."""
+    words = folded_answer.split()
+    if len(words) <= LONG_ANSWER_WORDS:
+        return folded_answer
+    end = _SENTENCE_END.search(folded_answer)
+    first = folded_answer[: end.start() + 1] if end else folded_answer
+    return " ".join(first.split()[:LONG_ANSWER_WORDS])
 
 
 ABSTAINED = "the response abstained"  # the skip reason of the claim metrics, before the rule

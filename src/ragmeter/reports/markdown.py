@@ -88,8 +88,7 @@ def _failure_lines(record: RunRecord) -> list[str]:
         lines.append(f"- {md_text(group.error_type)} {group.count}{example}")
     for skipped in summary.skipped:
         lines.append(
-            f"- {md_text(skipped.names(None))}: {skipped.outcome}: "
-            f"{md_text(skipped.reason)}"
+            f"- {md_text(skipped.names(None))}: {skipped.outcome}: {md_text(skipped.reason)}"
         )
     return lines
 

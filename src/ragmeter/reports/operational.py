@@ -115,9 +115,17 @@ def response_format_line(record: RunRecord) -> str | None:
     return f"{asked} · {line}" if asked else line
 
 
+def retrieval_matching_line(record: RunRecord) -> str | None:
+    """``retrieval: retrieved chunk ids never match gold chunk ids (example: ...): matched by
+    doc_id``: the id-space check's choice (metrics/id_space.py), when it changed the level."""
+    note = record.performance.get("retrieval_matching")
+    return f"retrieval: {inert(str(note))}" if note else None
+
+
 def operational_renderables(record: RunRecord) -> list[RenderableType]:
     found: list[RenderableType | None] = [
         response_format_line(record),
+        retrieval_matching_line(record),
         budgets_table(record.performance.get("latency_budgets") or []),
         doc_type_table(record.performance.get("coverage_by_doc_type") or {}),
         index_stats_line(record.index_stats),

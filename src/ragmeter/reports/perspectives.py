@@ -23,7 +23,7 @@ from ragmeter.reports.console import (
     weighted_line,
 )
 from ragmeter.reports.failures import SkipGroup, failure_summary
-from ragmeter.reports.operational import response_format_line
+from ragmeter.reports.operational import response_format_line, retrieval_matching_line
 from ragmeter.reports.terminal import inert
 from ragmeter.runner.selection import TARGET_PERSPECTIVE_ALIASES
 
@@ -177,8 +177,9 @@ def print_compact(record: RunRecord, console: Console) -> None:
     if record.judge_reliability:
         console.print(reliability_line(record.judge_reliability))
     formats = response_format_line(record)  # what read the target's replies (targets/formats.py)
-    if formats:
-        console.print(formats)
+    for line in (formats, retrieval_matching_line(record)):
+        if line:
+            console.print(line)
     total = len(record.scorecard.metrics) if record.scorecard is not None else 0
     console.print(
         f"run [bold]{inert(record.id)}[/bold] · {inert(record.status)} · "

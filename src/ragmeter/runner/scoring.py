@@ -405,6 +405,10 @@ def finish_scoring(
         )
     if config.judge:
         extras.performance["cost"]["judge"] = store.judge_cost(run_id)
+    retrieval = [metric.name for metric in metrics if metric.group == "retrieval"][:1]
+    matching = store.first_detail(run_id, retrieval, "id_space") if retrieval else None
+    if matching:  # the id-space check matched by document: the scorecard says so
+        extras.performance["retrieval_matching"] = matching
     if stop is not None and stop.is_set():
         raise ScoringStoppedError(run_id)
     errors = sum(tally.errors.values())

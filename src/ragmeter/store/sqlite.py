@@ -79,7 +79,6 @@ def score_rows(run_id: str, scores: Iterable[Score]) -> Iterator[tuple[Any, ...]
         yield (run_id, s.case_id, s.metric, s.value, s.status, s.reason, text)
 
 
-_REASON_SQL = "SELECT reason FROM scores WHERE run_id=? AND metric=? AND status=? AND reason>''"
 
 
 class RunStore(RunStreams):
@@ -417,18 +416,6 @@ class RunStore(RunStreams):
                 f"SELECT * FROM scores WHERE run_id=?{finished} ORDER BY rowid", arguments
             ).fetchall()
         return [rows.score_from_row(row) for row in found]
-
-    def score_reasons(
-        self, run_id: str, metrics: Iterable[str], status: str = "skipped"
-    ) -> dict[str, str]:
-        """metric -> the reason of its first score with ``status``, for the scorecard."""
-        found: dict[str, str] = {}
-        with self._errors(f"reading the {status} reasons of run {run_id}"):
-            for metric in metrics:
-                row = self.db.execute(_REASON_SQL, (run_id, metric, status)).fetchone()
-                if row is not None:
-                    found[metric] = str(row[0])
-        return found
 
     def judge_cost(self, run_id: str) -> dict[str, Any]:
         """Calls, cache hits, tokens and USD of the LLM judge calls recorded for a run."""

@@ -35,6 +35,12 @@ ANSWERED_BATCH = (
     " WHERE c.run_id=? AND c.position>? ORDER BY c.position LIMIT ?"
 )
 
+REASON_SQL = "SELECT reason FROM scores WHERE run_id=? AND metric=? AND status=? AND reason>''"
+DETAIL_SQL = (
+    "SELECT json_extract(details_json, ?1) AS found FROM scores WHERE run_id=?2 AND metric=?3"
+    " AND found IS NOT NULL LIMIT 1"
+)
+
 
 # the cases after a position with their answers, answered or not (a NULL answer marks a case
 # still being asked): what the scoring process reads while the run is asked
@@ -222,3 +228,25 @@ class RunStreams:
                     ).rowcount
                 if deleted < WRITE_CHUNK_ROWS:
                     return
+
+    def score_reasons(
+        self, run_id: str, metrics: Iterable[str], status: str = "skipped"
+    ) -> dict[str, str]:
+        """metric -> the reason of its first score with ``status``, for the scorecard."""
+        found: dict[str, str] = {}
+        with self._errors(f"reading the {status} reasons of run {run_id}"):
+            for metric in metrics:
+                row = self.db.execute(REASON_SQL, (run_id, metric, status)).fetchone()
+                if row is not None:
+                    found[metric] = str(row[0])
+        return found
+
+    def first_detail(self, run_id: str, metrics: Iterable[str], key: str) -> str | None:
+        """The first text under ``details[key]`` among the scores of ``metrics`` (a note of
+        the run's scoring, such as the id-space check's ``matched by doc_id``)."""
+        with self._errors(f"reading the score details of run {run_id}"):
+            for metric in metrics:
+                row = self.db.execute(DETAIL_SQL, (f"$.{key}", run_id, metric)).fetchone()
+                if row is not None and row[0]:
+                    return str(row[0])
+        return None

@@ -169,8 +169,7 @@ def failures_section(record: RunRecord) -> str:
         )
     if summary.skipped:
         items = "".join(
-            f"<li>{esc(g.names(None))}: {g.outcome}: {esc(g.reason)}</li>"
-            for g in summary.skipped
+            f"<li>{esc(g.names(None))}: {g.outcome}: {esc(g.reason)}</li>" for g in summary.skipped
         )
         parts.append(f'<ul class="skipped">{items}</ul>')
     parts.append("</section>")
