@@ -12,12 +12,22 @@ from typing import Any
 
 import httpx
 import pytest
+from hypothesis import HealthCheck, settings
 
 from ragmeter.registry import registry
 
 # pytest-xdist's workers have no terminal: rich would print 80 columns and wrap the lines the
 # tests read; the tests that check narrow output set their own width
 os.environ.setdefault("COLUMNS", "200")
+
+# property tests on a busy machine: no per-example deadline, and slow input generation is not
+# a failure (the examples and what they assert do not depend on the machine's speed)
+settings.register_profile(
+    "ragmeter",
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.load_profile("ragmeter")
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 DATASETS = SHARED / "datasets"

@@ -317,6 +317,10 @@ def test_the_users_own_dataset_shape_with_one_flag(tmp_path: Path, as_function: 
     )
     gold_nodes = "|".join(re.escape(c["source_node"]) for c in OWN_CASES if "source_node" in c)
     assert re.search(rf"vs gold '({gold_nodes})'\): matched by doc_id", flat_output)
+    [markdown] = (tmp_path / "own").glob("*.md")  # the report says the same
+    report = markdown.read_text(encoding="utf-8")
+    assert "- replies read as llamaindex \\(4\\) · response format auto" in report
+    assert "- retrieval: retrieved chunk ids never match gold chunk ids \\(example: " in report
     [path] = (tmp_path / "own").glob("*.json")
     document = json.loads(path.read_text(encoding="utf-8"))
     values = {m["name"]: m for m in document["scorecard"]["metrics"]}

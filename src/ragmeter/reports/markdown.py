@@ -15,6 +15,7 @@ from pathlib import Path
 from ragmeter.models import MetricSummary, RunRecord, Scorecard, TargetResult
 from ragmeter.reports.console import format_value, target_value, under_coverage
 from ragmeter.reports.failures import failure_summary
+from ragmeter.reports.operational import reading_notes
 from ragmeter.reports.perspectives import by_perspective, target_perspective
 from ragmeter.scoring.targets import target_condition
 
@@ -122,6 +123,7 @@ def render_markdown(record: RunRecord) -> str:
         if thin:
             notes.append(thin)
         lines.append(f"- weighted score: {shown}" + (f" ({'; '.join(notes)})" if notes else ""))
+    lines += [f"- {md_text(note)}" for note in reading_notes(record)]
     lines += _failure_lines(record)
     targets: dict[str, list[TargetResult]] = {}
     for result in record.targets:

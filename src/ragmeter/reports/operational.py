@@ -92,34 +92,45 @@ def index_stats_line(stats: dict[str, Any] | None) -> str | None:
     return f"index stats ({source}): " + " · ".join(parts + versions)
 
 
-def response_format_line(record: RunRecord) -> str | None:
-    """``replies read as llamaindex (26, response format auto)``: how the target's replies were
-    read (targets/formats.py); nothing for ragmeter's own format or a run stored before."""
-    formats: dict[str, Any] = record.performance.get("response_formats") or {}
-    info = record.config.get("target_info") if isinstance(record.config, dict) else None
+def reading_notes(record: RunRecord) -> list[str]:
+    """How the run read its target, as plain text: the request body the service's schema asked
+    for, the reply formats (``replies read as llamaindex (26) · response format auto``; nothing
+    for ragmeter's own format), and how retrieval was matched when the id-space check chose
+    the document level. Each report makes them inert its own way."""
+    notes = []
+    config = record.config if isinstance(record.config, dict) else {}
+    info = config.get("target_info")
     declared = info.get("request_template") if isinstance(info, dict) else None
-    asked = (
-        f"requests as the service's {inert(str(declared.get('from')))} asks: "
-        f"{inert(json.dumps(declared.get('template')))}"
-        if isinstance(declared, dict)
-        else ""
-    )
-    if not formats or set(formats) == {"native"}:
-        return asked or None
-    target = record.config.get("target") if isinstance(record.config, dict) else None
-    chosen = target.get("response_format") if isinstance(target, dict) else None
-    counts = ", ".join(f"{inert(str(name))} ({count})" for name, count in formats.items())
-    line = f"replies read as {counts}" + (
-        f" · response format {inert(str(chosen))}" if chosen else ""
-    )
-    return f"{asked} · {line}" if asked else line
+    if isinstance(declared, dict):
+        notes.append(
+            f"requests as the service's {declared.get('from')} asks: "
+            f"{json.dumps(declared.get('template'))}"
+        )
+    formats: dict[str, Any] = record.performance.get("response_formats") or {}
+    if formats and set(formats) != {"native"}:
+        target = config.get("target")
+        chosen = target.get("response_format") if isinstance(target, dict) else None
+        counts = ", ".join(f"{name} ({count})" for name, count in formats.items())
+        notes.append(
+            f"replies read as {counts}" + (f" · response format {chosen}" if chosen else "")
+        )
+    matching = record.performance.get("retrieval_matching")
+    if matching:
+        notes.append(f"retrieval: {matching}")
+    return notes
+
+
+def response_format_line(record: RunRecord) -> str | None:
+    """The request and reply notes of :func:`reading_notes` on one console line (inert)."""
+    notes = [n for n in reading_notes(record) if not n.startswith("retrieval: ")]
+    return " · ".join(map(inert, notes)) or None
 
 
 def retrieval_matching_line(record: RunRecord) -> str | None:
     """``retrieval: retrieved chunk ids never match gold chunk ids (example: ...): matched by
     doc_id``: the id-space check's choice (metrics/id_space.py), when it changed the level."""
-    note = record.performance.get("retrieval_matching")
-    return f"retrieval: {inert(str(note))}" if note else None
+    notes = [n for n in reading_notes(record) if n.startswith("retrieval: ")]
+    return inert(notes[0]) if notes else None
 
 
 def operational_renderables(record: RunRecord) -> list[RenderableType]:
