@@ -79,8 +79,6 @@ def score_rows(run_id: str, scores: Iterable[Score]) -> Iterator[tuple[Any, ...]
         yield (run_id, s.case_id, s.metric, s.value, s.status, s.reason, text)
 
 
-
-
 class RunStore(RunStreams):
     """The run store at ``path`` (a SQLite file, or ``":memory:"``).
 
