@@ -74,6 +74,9 @@ def test_the_langchain_recipe(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     result, document = run(tmp_path, arguments)
     assert "replies read as langchain (4) · response format auto" in result.output
     assert "replies read as langchain (4) · response format auto" in PAGE
+    # the compact view shows the unanswerable case's own accuracy: q4 refused, 1 of 1
+    [row] = [line for line in result.output.splitlines() if "abstention_accuracy" in line]
+    assert "1.000" in row and "1/3/0" in row
     # by hand, words shared with each document (the retriever keeps the best 2, ties in order):
     #   q1 leave 5, expenses 2, holidays 0 -> [leave, expenses]: gold at 1
     #   q2 expenses 4, others 0            -> [expenses, leave]: gold at 1

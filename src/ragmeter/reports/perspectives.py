@@ -34,9 +34,14 @@ HEADLINES: dict[str, tuple[str, ...]] = {
     "groundedness": ("claim_support_rate", "citation_validity_form", "numeric_fabrication_count"),
     "safety": ("injection_auc", "injection_tpr_at_fpr_1", "leakage_detection_rate"),
     "pipeline": ("pipeline_pass_rate", "pipeline_outcome_match"),
-    "answer": ("correctness", "token_f1", "unanswerable_accuracy"),
+    "answer": ("correctness", "token_f1", "unanswerable_accuracy", "abstention_accuracy"),
     "operational": ("latency_p95", "error_rate"),
 }
+
+# headline metrics shown only when the run scored them: abstention_accuracy is over the
+# unanswerable cases alone, beside unanswerable_accuracy over all (which a run of mostly
+# answerable cases keeps high however few unanswerable ones the system refused)
+SHOWN_WHEN_SCORED = frozenset({"abstention_accuracy"})
 
 __all__ = [
     "HEADLINES",
@@ -71,7 +76,11 @@ def by_perspective(record: RunRecord) -> dict[str, list[MetricSummary]]:
 def headline_metrics(perspective: str, summaries: list[MetricSummary]) -> list[MetricSummary]:
     """A perspective's headline metrics that the run has (else its first metric)."""
     named = {summary.name: summary for summary in summaries}
-    chosen = [named[name] for name in HEADLINES.get(perspective, ()) if name in named]
+    chosen = [
+        named[name]
+        for name in HEADLINES.get(perspective, ())
+        if name in named and (name not in SHOWN_WHEN_SCORED or named[name].n_scored)
+    ]
     return chosen or summaries[:1]
 
 
