@@ -36,7 +36,13 @@ ASKED = 2  # each case costs a generation and a validation call on CPU
 
 def test_generate_with_the_local_judge(gguf: Path, tmp_path: Path) -> None:
     out, store = tmp_path / "cases.jsonl", tmp_path / "runs.db"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RAGMETER_")}
+    # none of the user's settings, but the suite's thread count for the local judge
+    # (tests/integration/conftest.py: one thread beside the other workers)
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("RAGMETER_") or k == "RAGMETER_LOCAL_THREADS"
+    }
     started = time.perf_counter()
     done = run_bounded(
         [

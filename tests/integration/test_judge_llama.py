@@ -60,11 +60,10 @@ def demo_pairs() -> list[tuple[Case, Response]]:
     question = "How many days of paid vacation does a full-time employee accrue per year?"
     reference = "Full-time employees accrue 27 days of paid vacation per calendar year."
     chunks = [RetrievedChunk(id="a", text=CONTEXT), RetrievedChunk(id="b", text=OTHER)]
-    # two answers (about 11 judge calls each on CPU): one to judge, one refusal
-    answers = {
-        "right": "A full-time employee accrues 27 days of paid vacation per year.",
-        "unknown": "I don't know.",
-    }
+    # one answer (about 11 judge calls on CPU, the suite's longest test): a refusal read by its
+    # phrase makes no judge call for the claim metrics (tests/test_grounding_refusals.py), and
+    # its other calls are those of any answer
+    answers = {"right": "A full-time employee accrues 27 days of paid vacation per year."}
     return [
         (
             Case(case_id=name, question=question, reference_answer=reference),
@@ -102,7 +101,9 @@ def test_local_judge_end_to_end(
     # when none does
     skipped = {key for key, s in first.items() if s.status == "skipped"}
     cases = tuple(case.case_id for case, _ in pairs)
-    refusal_skips = {("faithfulness", "unknown"), ("groundedness", "unknown")}
+    refusal_skips = {
+        (m, c) for m in ("faithfulness", "groundedness") for c in cases if c != "right"
+    }
     # the judge's abstention verdict may read the other answer as a refusal too: then its claim
     # metrics skip it, saying the judge decided
     judged_refusals = {
