@@ -21,6 +21,7 @@ them before the first question; ``--field-map`` reads a file otherwise).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from ragmeter.datasets.fieldmap import field_names
@@ -50,6 +51,7 @@ DOCUMENT_LISTS = (
     "document_ids",
 )
 CHUNK_LISTS = ("relevant_chunks", "relevant_chunk_ids", "chunk_ids")
+READABLE = frozenset((*ANSWER_NAMES, *DOCUMENT_NAMES, *CHUNK_NAMES, *DOCUMENT_LISTS, *CHUNK_LISTS))
 
 __all__ = ["Reading", "describe_readings", "read_other_names"]
 
@@ -62,8 +64,10 @@ class Reading:
     target: str
 
 
-def _names_of(field: str) -> set[str]:
-    return {name for name, owner in field_names(Case).items() if owner == field}
+@cache
+def _names_of(field: str) -> frozenset[str]:
+    """The input names of a case field (its name and aliases): fixed, so read once."""
+    return frozenset(name for name, owner in field_names(Case).items() if owner == field)
 
 
 def _present(record: dict[str, Any], names: tuple[str, ...]) -> list[str]:
@@ -114,10 +118,11 @@ def _gold(record: dict[str, Any]) -> tuple[list[dict[str, str]], list[Reading]] 
 def read_other_names(record: dict[str, Any]) -> tuple[dict[str, Any], list[Reading]]:
     """``record`` with the columns that have a safe reading moved to their case fields, and
     those readings (none: ``record`` itself, without nulls in those columns)."""
-    readings: list[Reading] = []
+    if READABLE.isdisjoint(record):  # a record in the case schema: nothing to read
+        return record, []
     # a null in a column with a reading is a value not given (a Parquet row without it)
-    moved = {k: v for k, v in record.items() if v is not None or k not in READABLE}
-    record = moved if len(moved) < len(record) else record
+    record = {k: v for k, v in record.items() if v is not None or k not in READABLE}
+    readings: list[Reading] = []
     moved = dict(record)
     answer = _answer(record)
     if answer is not None:
@@ -131,9 +136,6 @@ def read_other_names(record: dict[str, Any]) -> tuple[dict[str, Any], list[Readi
         moved["gold_passages"] = passages
         readings.extend(found)
     return (moved, readings) if readings else (record, [])
-
-
-READABLE = frozenset((*ANSWER_NAMES, *DOCUMENT_NAMES, *CHUNK_NAMES, *DOCUMENT_LISTS, *CHUNK_LISTS))
 
 
 def describe_readings(readings: list[Reading]) -> str:
