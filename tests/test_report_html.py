@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from ragmeter import EvalConfig
 from ragmeter.reports.console import format_value
 from ragmeter.reports.html.format import change_interval_text, esc, number, p_text
 from ragmeter.reports.html.page import script_json
@@ -27,15 +26,12 @@ from tests.test_report_support import (
     HOSTILE_CATEGORY,
     HOSTILE_ID,
     HOSTILE_NAME,
+    NO_EMBEDDINGS,
+    build_demo_runs,
     build_replay_runs,
     data_blob,
     ragmeter,
-    run_id,
 )
-
-# every default family but grounding and semantic, the two that embed with MiniLM (most of the
-# CPU of a demo eval)
-NO_EMBEDDINGS = ",".join(f for f in EvalConfig().metrics if f not in ("grounding", "semantic"))
 
 
 @pytest.fixture(scope="module")
@@ -205,20 +201,12 @@ def _deltas(html: str, metric: str) -> str:
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str, str]:
-    """build_demo_runs' pair, the candidate (the demo retrieving 2 chunks) without the
-    embedding families: the baseline keeps every family (its targets are the default table,
-    read whole), the comparison pairs the metrics both runs measured."""
+    """build_demo_runs' pair, the candidate without the embedding families: the baseline keeps
+    every family (its targets are the default table, read whole), the comparison pairs the
+    metrics both runs measured."""
     folder = tmp_path_factory.mktemp("demo-report")
-    store = folder / "demo.db"
-    ids = []
-    for extra in ((), ("--top-k", "2", "--name", "demo-top-k-2", "--metrics", NO_EMBEDDINGS)):
-        done = ragmeter(
-            folder, "eval", "--store", str(store), "--output-dir", str(folder / "out"),
-            "--no-progress", *extra,
-        )  # fmt: skip
-        assert done.returncode == 0, done.stderr
-        ids.append(run_id(done.stdout))
-    return folder, store, ids[0], ids[1]
+    store, base, cand = build_demo_runs(folder, "--metrics", NO_EMBEDDINGS)
+    return folder, store, base, cand
 
 
 def test_demo_comparison_corrected_p_mde_and_totals(demo: tuple[Path, Path, str, str]) -> None:

@@ -10,6 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ragmeter import EvalConfig
+
+# every default family but grounding and semantic, the two that embed with MiniLM (most of the
+# CPU of a demo eval): for the runs whose embedding scores no test reads
+NO_EMBEDDINGS = ",".join(f for f in EvalConfig().metrics if f not in ("grounding", "semantic"))
+
 HOSTILE = (
     '<script>window.__pwned=1</script> <img src=x onerror="window.__pwned=1"> '
     '[bold red]x[/] \x1b[31mred\x1b[0m <a href="javascript:alert(1)">click</a> '
@@ -116,11 +122,12 @@ def run_id(stdout: str) -> str:
     return found[-1]
 
 
-def build_demo_runs(folder: Path) -> tuple[Path, str, str]:
-    """The bundled demo, and the demo again retrieving 2 chunks instead of 5."""
+def build_demo_runs(folder: Path, *candidate: str) -> tuple[Path, str, str]:
+    """The bundled demo, and the demo again retrieving 2 chunks instead of 5 (with the
+    ``candidate`` options added, e.g. ``"--metrics", NO_EMBEDDINGS``)."""
     store = folder / "demo.db"
     ids = []
-    for extra in ((), ("--top-k", "2", "--name", "demo-top-k-2")):
+    for extra in ((), ("--top-k", "2", "--name", "demo-top-k-2", *candidate)):
         done = ragmeter(
             folder, "eval", "--store", str(store), "--output-dir", str(folder / "out"),
             "--no-progress", *extra,

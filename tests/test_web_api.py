@@ -22,10 +22,10 @@ pytest.importorskip("httpx")
 
 from starlette.testclient import TestClient
 
-from ragmeter import EvalConfig
 from ragmeter.store.sqlite import RunStore
 from ragmeter.web.app import create_app
 from ragmeter.web.db import ReadOnlyStore
+from tests.test_report_support import NO_EMBEDDINGS
 
 PWN_SCRIPT = "<script>window.__pwned=1</script>"
 PWN_IMG = '<img src=x onerror="window.__pwned=1">'
@@ -39,9 +39,6 @@ HOSTILE_CATEGORY = "<b>cat</b>\u202e\x1b[31m"
 FAKE_KEY = "sk-" + "proj-" + "aB3dE5fG7h" * 3  # built, so no key-like literal is in the source
 SECRET_CASE = "leaky"
 ODD_IDS = (".", "..", "a/b", "a?b#c", "50%", "with space")
-# every default family but grounding and semantic, the two that embed with MiniLM (most of the
-# CPU of a demo eval)
-NO_EMBEDDINGS = ",".join(f for f in EvalConfig().metrics if f not in ("grounding", "semantic"))
 
 
 @dataclass

@@ -92,11 +92,9 @@ def index_stats_line(stats: dict[str, Any] | None) -> str | None:
     return f"index stats ({source}): " + " · ".join(parts + versions)
 
 
-def reading_notes(record: RunRecord) -> list[str]:
-    """How the run read its target, as plain text: the request body the service's schema asked
-    for, the reply formats (``replies read as llamaindex (26) · response format auto``; nothing
-    for ragmeter's own format), and how retrieval was matched when the id-space check chose
-    the document level. Each report makes them inert its own way."""
+def _target_notes(record: RunRecord) -> list[str]:
+    """The request body the service's schema asked for, and the reply formats (``replies read
+    as llamaindex (26) · response format auto``; nothing for ragmeter's own format)."""
     notes = []
     config = record.config if isinstance(record.config, dict) else {}
     info = config.get("target_info")
@@ -114,23 +112,33 @@ def reading_notes(record: RunRecord) -> list[str]:
         notes.append(
             f"replies read as {counts}" + (f" · response format {chosen}" if chosen else "")
         )
-    matching = record.performance.get("retrieval_matching")
-    if matching:
-        notes.append(f"retrieval: {matching}")
     return notes
 
 
+def _matching_note(record: RunRecord) -> str | None:
+    """How retrieval was matched, when the id-space check (metrics/id_space.py) chose the
+    document level."""
+    matching = record.performance.get("retrieval_matching")
+    return f"retrieval: {matching}" if matching else None
+
+
+def reading_notes(record: RunRecord) -> list[str]:
+    """How the run read its target, as plain text (each report makes it inert its own way):
+    the request body, the reply formats, how retrieval was matched."""
+    matching = _matching_note(record)
+    return _target_notes(record) + ([matching] if matching else [])
+
+
 def response_format_line(record: RunRecord) -> str | None:
-    """The request and reply notes of :func:`reading_notes` on one console line (inert)."""
-    notes = [n for n in reading_notes(record) if not n.startswith("retrieval: ")]
-    return " · ".join(map(inert, notes)) or None
+    """The request and reply notes on one console line (inert)."""
+    return " · ".join(map(inert, _target_notes(record))) or None
 
 
 def retrieval_matching_line(record: RunRecord) -> str | None:
     """``retrieval: retrieved chunk ids never match gold chunk ids (example: ...): matched by
-    doc_id``: the id-space check's choice (metrics/id_space.py), when it changed the level."""
-    notes = [n for n in reading_notes(record) if n.startswith("retrieval: ")]
-    return inert(notes[0]) if notes else None
+    doc_id`` (inert), when the id-space check changed the level."""
+    matching = _matching_note(record)
+    return inert(matching) if matching else None
 
 
 def operational_renderables(record: RunRecord) -> list[RenderableType]:
