@@ -31,7 +31,7 @@ from tests.integration.processes import run_bounded
 
 pytestmark = pytest.mark.integration
 REASONS = {MALFORMED, DUPLICATE, NOT_CONFIRMED, VALIDATION_MALFORMED, JUDGE_ERROR}
-ASKED = 2  # each case costs a generation and a validation call on CPU
+ASKED = 1  # a case costs a generation and a validation call (about 45 s of CPU here)
 
 
 def test_generate_with_the_local_judge(gguf: Path, tmp_path: Path) -> None:

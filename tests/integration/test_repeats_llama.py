@@ -17,6 +17,9 @@ from tests.integration.processes import run_bounded
 from tests.integration.test_judge_llama import CONTEXT, OTHER
 
 pytestmark = pytest.mark.integration
+# the classification task: one short verdict a call (CORRECT, WRONG or DONT_KNOW), about a
+# third of the CPU time of the correctness scale's reasoned reply on a 2-core machine
+METRIC = "judged_correct_rate"
 
 
 def test_repeats_report_judge_variance(gguf: Path, tmp_path: Path) -> None:
@@ -45,7 +48,7 @@ def test_repeats_report_judge_variance(gguf: Path, tmp_path: Path) -> None:
         )
     )
     (tmp_path / "ragmeter.yaml").write_text(
-        "repeats: 3\njudge_tasks: [correctness]\nconcurrency: 1\n", encoding="utf-8"
+        "repeats: 3\njudge_tasks: [classification]\nconcurrency: 1\n", encoding="utf-8"
     )
     done = run_bounded(
         [
@@ -60,12 +63,12 @@ def test_repeats_report_judge_variance(gguf: Path, tmp_path: Path) -> None:
     assert "Repeats: 3 answers per case" in done.stdout
     (run_file,) = (tmp_path / "out").glob("*.json")
     document = json.loads(run_file.read_text(encoding="utf-8"))
-    correctness = next(m for m in document["scorecard"]["metrics"] if m["name"] == "correctness")
-    assert correctness["repeats"] == 3
+    judged = next(m for m in document["scorecard"]["metrics"] if m["name"] == METRIC)
+    assert judged["repeats"] == 3
     with sqlite3.connect(tmp_path / "runs.db") as db:
         rows = db.execute("SELECT case_id, cached FROM judge_calls").fetchall()
         scores = db.execute(
-            "SELECT case_id, status, value FROM scores WHERE metric = 'correctness'"
+            "SELECT case_id, status, value FROM scores WHERE metric = ?", (METRIC,)
         ).fetchall()
     # whatever the 0.5B judge answers: every repeat has a verdict or a failure with a reason,
     # and the within-case variance is the mean of the cases' own sample variances, over the
@@ -78,9 +81,9 @@ def test_repeats_report_judge_variance(gguf: Path, tmp_path: Path) -> None:
             judged_values[case_id.split("~")[0]].append(value)
     variances = [statistics.variance(v) for v in judged_values.values() if len(v) >= 2]
     if variances:
-        assert correctness["within_case_var"] == pytest.approx(statistics.mean(variances))
+        assert judged["within_case_var"] == pytest.approx(statistics.mean(variances))
     else:
-        assert correctness["within_case_var"] is None
-    judged = {case_id for case_id, _ in rows}
-    assert judged == {f"{n}{s}" for n in answers for s in ("", "~r2", "~r3")}
+        assert judged["within_case_var"] is None
+    asked = {case_id for case_id, _ in rows}
+    assert asked == {f"{n}{s}" for n in answers for s in ("", "~r2", "~r3")}
     assert all(cached == 0 for _, cached in rows)  # every repeat judged again
