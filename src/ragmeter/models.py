@@ -23,6 +23,8 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from ragmeter.text import replace_lone_surrogates
+
 SCHEMA_VERSION = "1"
 
 HEADING_DELIMITER = " > "
@@ -277,6 +279,9 @@ class Response(BaseModel):
     reported: list[str] | None = None
     # the format that read the reply (targets/formats.py); set by ragmeter, never by the reply
     response_format: str | None = None
+    # lone surrogates (text no UTF-8 writer accepts) replaced by U+FFFD in the reply's text;
+    # set by ragmeter, never by the reply
+    text_repairs: int = 0
     attempts: int = Field(default=1, exclude=True)
 
     @field_validator("latency_ms")
@@ -301,8 +306,9 @@ class Response(BaseModel):
         """Validate a reply from a system under test: what it reported is decided here, from
         the fields it sent, never taken from a ``reported`` key it sent itself (unless the
         reply was ``recorded`` by ragmeter, as in a replay file of an export)."""
+        data, repaired = replace_lone_surrogates(data)
         if isinstance(data, dict):
-            own = ("reported", "response_format")  # ragmeter's, unless it recorded the reply
+            own = ("reported", "response_format", "text_repairs")  # ragmeter's, unless recorded
             if not recorded and any(key in data for key in own):
                 data = {key: value for key, value in data.items() if key not in own}
             if "answer" not in data and not _answerless_reply(data):
@@ -318,7 +324,10 @@ class Response(BaseModel):
                 raise ValidationError.from_exception_data(
                     cls.__name__, [{"type": missing, "loc": ("answer",), "input": keys}]
                 )
-        return cls.model_validate(data)
+        response = cls.model_validate(data)
+        if repaired:
+            response.text_repairs += repaired
+        return response
 
     def has(self, field: str) -> bool:
         """True when the target sent ``field`` (kept across the run store)."""

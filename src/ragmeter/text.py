@@ -5,8 +5,13 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from typing import Any
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
+# a str holds a surrogate code point only alone (a JSON pair decodes to one character): text
+# that cannot be written as UTF-8 anywhere (the store, a report, a terminal)
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+REPLACEMENT_CHARACTER = "\ufffd"
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])|\n+")
 
 STOP_WORDS = frozenset(
@@ -167,3 +172,33 @@ def visible(text: str) -> str:
     return "".join(
         c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text
     )
+
+
+def valid_text(text: str) -> str:
+    """``text`` with each lone surrogate replaced by U+FFFD, so it can be written as UTF-8."""
+    return _LONE_SURROGATE.sub(REPLACEMENT_CHARACTER, text)
+
+
+def replace_lone_surrogates(value: Any) -> tuple[Any, int]:
+    """``value`` (JSON-like: strings, lists, tuples, dicts, keys included) with every lone
+    surrogate replaced by U+FFFD, and how many were replaced. Unchanged parts are the same
+    objects."""
+    if isinstance(value, str):
+        found = len(_LONE_SURROGATE.findall(value))
+        return (valid_text(value), found) if found else (value, 0)
+    if isinstance(value, dict):
+        total, out = 0, {}
+        for key, item in value.items():
+            new_key, in_key = replace_lone_surrogates(key)
+            new_item, in_item = replace_lone_surrogates(item)
+            out[new_key] = new_item
+            total += in_key + in_item
+        return (out, total) if total else (value, 0)
+    if isinstance(value, list | tuple):
+        repaired = [replace_lone_surrogates(item) for item in value]
+        total = sum(count for _, count in repaired)
+        if not total:
+            return value, 0
+        items = [item for item, _ in repaired]
+        return (items if isinstance(value, list) else tuple(items)), total
+    return value, 0

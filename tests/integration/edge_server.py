@@ -72,6 +72,12 @@ def reply_for(keyword: str, question: str, times_seen: int) -> tuple[int, bytes,
     if keyword == "STRCITES":
         good["citations"] = ["handbook#1"]
         return 200, json.dumps(good).encode(), {}
+    if keyword == "SURROGATE":  # lone surrogates as JSON escapes: valid JSON, not valid Unicode
+        body = (
+            '{"answer": "27 days \\ud800 of leave", "retrieved": [{"id": "handbook#1", '
+            '"text": "Leave is 27 days \\udcff a year."}], "citations": ["handbook#1"]}'
+        )
+        return 200, body.encode(), {}
     if keyword == "WRONGKEY":  # a server whose answer field is not mapped
         return 200, json.dumps({"response": "27 days", "sources": []}).encode(), {}
     if keyword == "ECHOAUTH":
@@ -94,6 +100,7 @@ KEYWORDS = (
     "STRCITES",
     "ECHOAUTH",
     "WRONGKEY",
+    "SURROGATE",
 )
 
 

@@ -51,6 +51,7 @@ MODES: dict[str, tuple[str, str, str | None]] = {
     "string-citations": ("STRCITES please?", "ok", None),
     "echo-auth": ("ECHOAUTH please?", "error", "http_4xx"),
     "wrong-key": ("WRONGKEY please?", "error", "invalid_response"),
+    "surrogate": ("SURROGATE in the answer?", "ok", None),
 }
 
 
@@ -204,6 +205,12 @@ def test_every_bad_reply_is_a_typed_stored_readable_case(
         "reason": "target did not report retrieved chunks",
         "details": {},
     }
+
+    # lone surrogates (JSON escapes) are replaced and counted; the case is stored and scored
+    surrogate = as_data["surrogate"]
+    assert surrogate["answer"] == "27 days \ufffd of leave" and surrogate["text_repairs"] == 2
+    assert surrogate["scores"]["recall_at_5"]["status"] == "ok"
+    assert "2 lone surrogate(s) in the reply's text replaced by U+FFFD" in details
 
     resumed = cli("eval", "--resume", run_id, *common, cwd=tmp_path)
     assert resumed.returncode == 2 and "already completed" in resumed.stderr

@@ -30,6 +30,7 @@ import httpx
 from ragmeter.errors import RagmeterError
 from ragmeter.redaction import REDACTED, redact_text, remember_secret
 from ragmeter.retry import retry_delay_s
+from ragmeter.text import replace_lone_surrogates, valid_text
 
 Message = dict[str, str]  # {"role": "system" | "user" | "assistant", "content": "..."}
 
@@ -50,6 +51,14 @@ class JudgeReply:
     raw: dict[str, Any] = field(default_factory=dict)
     refusal: str | None = None  # the provider's refusal message, when it flags one
 
+    def __post_init__(self) -> None:
+        # a judge's text is untrusted: a lone surrogate (a JSON escape like \\ud800) would stop
+        # every UTF-8 writer downstream (the store, a report), so it becomes U+FFFD here
+        self.text = valid_text(self.text)
+        self.refusal = None if self.refusal is None else valid_text(self.refusal)
+        self.parsed = replace_lone_surrogates(self.parsed)[0]
+        self.raw = replace_lone_surrogates(self.raw)[0]
+
     @property
     def truncated(self) -> bool:
         return self.finish_reason == "length"
@@ -63,9 +72,9 @@ class JudgeError(RagmeterError):
 
     def __init__(self, kind: str, message: str, attempts: int = 1, raw: str | None = None) -> None:
         self.kind = kind
-        self.message = redact_text(message)
+        self.message = valid_text(redact_text(message))
         self.attempts = attempts
-        self.raw = raw
+        self.raw = None if raw is None else valid_text(raw)
         super().__init__(f"{kind}: {self.message}")
 
 

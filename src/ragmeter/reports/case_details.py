@@ -29,6 +29,7 @@ from ragmeter.text import visible
 ANSWER_LIMIT = 600  # characters of an answer, question or reference shown
 ERROR_LIMIT = 600
 IDS = 10  # retrieved / cited / gold ids shown
+REPAIRED = "lone surrogate(s) in the reply's text replaced by U+FFFD (not valid Unicode)"
 LOW_BELOW = 0.5  # a 0..1 (or 0-5) score below half its scale (above, for lower-is-better)
 
 
@@ -203,6 +204,8 @@ def _fields(item: _Shown) -> Table:
         add("answer", response.answer if response.answer.strip() else "(empty)")
         if response.abstained is not None:
             add("abstained", "yes" if response.abstained else "no")
+        if response.text_repairs:
+            add("repaired", f"{response.text_repairs} {REPAIRED}", style="yellow")
     add("reference", case.reference_answer or ("(unanswerable)" if not case.answerable else ""))
     add("gold", _gold(case))
     add("retrieved", _retrieved(response))
@@ -319,6 +322,7 @@ def case_details_json(
                 "question": case.question,
                 "answer": response.answer if response is not None else None,
                 "abstained": response.abstained if response is not None else None,
+                "text_repairs": response.text_repairs if response is not None else 0,
                 "reference_answer": case.reference_answer,
                 "answerable": case.answerable,
                 "gold": [

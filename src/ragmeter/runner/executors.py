@@ -37,6 +37,7 @@ from ragmeter.redaction import redact_text
 from ragmeter.runner.scoring import Scorer, ScoringStoppedError, metric_settings, score_results
 from ragmeter.store.sqlite import RunStore
 from ragmeter.targets import Target, TargetError, build_target
+from ragmeter.text import valid_text
 
 ProgressHook = Callable[[int, int], None]
 
@@ -74,7 +75,7 @@ async def ask(target: Target, case: Case, timeout_s: float) -> CaseResult:
             case_id=case.case_id,
             status="error",
             error_type=exc.error_type,
-            error_message=redact_text(exc.message),
+            error_message=valid_text(redact_text(exc.message)),
             attempts=exc.attempts,
             latency_ms=took(),
         )
@@ -91,7 +92,7 @@ async def ask(target: Target, case: Case, timeout_s: float) -> CaseResult:
             case_id=case.case_id,
             status="error",
             error_type=f"exception:{type(exc).__name__}",
-            error_message=redact_text(str(exc)),
+            error_message=valid_text(redact_text(str(exc))),
             latency_ms=took(),
         )
     elapsed = took()

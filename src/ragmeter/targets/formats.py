@@ -32,6 +32,7 @@ from ragmeter.redaction import redact_text
 from ragmeter.targets.base import TargetError
 from ragmeter.targets.readers import AUTO_ORDER, READERS
 from ragmeter.targets.shapes import describe_shape, suggest_mapping
+from ragmeter.text import replace_lone_surrogates
 
 FORMATS = ("native", "llamaindex", "langchain", "haystack", "openai", "ragas", "deepeval")
 RESPONSE_FORMATS = ("auto", *FORMATS)
@@ -133,7 +134,7 @@ def build_response(
         ) from exc
     except (TypeError, ValueError) as exc:  # a reply pydantic cannot even look at
         raise shape_error(body, response_format, what) from exc
-    response.raw = body
+    response.raw = replace_lone_surrogates(body)[0]  # its repairs are counted in the fields'
     response.response_format = name
     return response
 

@@ -232,7 +232,7 @@ def to_response(
         # re-checked: a Response built with model_construct or changed after it was built
         # (``r.latency_ms["total"] = float("nan")``) is not validated yet
         try:
-            checked = Response.model_validate(result.model_dump())
+            checked = Response.from_target(result.model_dump(), recorded=True)
         except ValidationError as exc:
             raise TargetError(
                 "invalid_response",
@@ -241,7 +241,7 @@ def to_response(
         checked.attempts = result.attempts
         return checked
     if isinstance(result, str) and not mapping:
-        return Response(answer=result)
+        return Response.from_target({"answer": result})
     from ragmeter.targets.formats import build_response, shape_error
     from ragmeter.targets.shapes import to_plain
 
