@@ -29,7 +29,7 @@ def scores(answer: str, **response: object) -> dict[str, tuple[str, float | None
     result = CaseResult(
         case_id="c1",
         status="ok",
-        response=Response(answer=answer, retrieved=CHUNKS, **response),  # type: ignore[arg-type]
+        response=Response(**{"answer": answer, "retrieved": CHUNKS, **response}),  # type: ignore[arg-type]
     )
     out = {}
     for metric in citation_metrics(MetricSettings()):
@@ -74,6 +74,43 @@ def test_citation_metrics_read_markers_when_the_target_reports_none() -> None:
     empty = scores("Employees get 15 days.", citations=[])
     assert empty["citation_recall"][:2] == ("ok", 0.0)
     assert empty["citation_validity_form"][0] == "skipped"
+
+
+def test_citations_without_ids_are_matched_by_text_or_skipped_never_zero() -> None:
+    # issue 30: [{"text": ...}] was scored 0 by every citation metric
+    answer = "Employees get 15 days of paid vacation."
+    unknown = scores(answer, citations=[{"text": "Something no retrieved chunk says at all."}])
+    reason = (
+        "target did not report citation ids (1 of 1 citations have no chunk_id, doc_id or "
+        "rel_path, and no retrieved chunk holds their text)"
+    )
+    for metric in ("citation_validity_form", "citation_validity_content", "citation_precision",
+                   "citation_recall"):  # fmt: skip
+        assert unknown[metric] == ("skipped", None, reason), metric
+    # one id-less citation among good ones: the case is skipped too (it would read as wrong)
+    mixed = scores(answer, citations=[{"chunk_id": "leave#1"}, {"text": "elsewhere"}])
+    assert mixed["citation_precision"][0] == "skipped" and "1 of 2" in str(
+        mixed["citation_precision"][2]
+    )
+    # the whole text of a retrieved chunk (whitespace aside): that chunk is cited
+    whole = scores(answer, citations=[{"text": "Employees  get 15 days\nof paid vacation."}])
+    assert whole["citation_validity_form"][:2] == ("ok", 1.0)
+    assert whole["citation_precision"][:2] == ("ok", 1.0)
+    assert whole["citation_recall"][:2] == ("ok", 1.0)
+    # a passage of 40 characters or more inside a chunk cites it; a short one does not
+    passage = scores(answer, citations=[{"text": "Salaries are paid on the last Friday"}])
+    assert passage["citation_precision"][0] == "skipped"  # 36 characters: too short to tell
+    long_chunks = [
+        RetrievedChunk(id="a", doc_id="leave-policy", text="Intro. " + "x " * 10),
+        RetrievedChunk(id="leave#1", doc_id="leave-policy",
+                       text="Before. Employees get 15 days of paid vacation each year. After."),
+    ]  # fmt: skip
+    inside = scores(
+        answer,
+        citations=[{"text": "Employees get 15 days of paid vacation each year."}],
+        retrieved=long_chunks,
+    )
+    assert inside["citation_precision"][:2] == ("ok", 1.0)
 
 
 def test_markers_feed_citation_metrics_through_the_cli(tmp_path: Path) -> None:

@@ -23,6 +23,7 @@ from ragmeter.models import Case, Citation, GoldPassage, Response, RetrievedChun
 from ragmeter.text import split_sentences
 
 CONTENT_SHARE = 0.5
+QUOTE_MIN_CHARS = 40  # a shorter quote ("27 days") may stand in many chunks
 ACKNOWLEDGE_PHRASES = (
     "previously",
     "earlier",
@@ -78,11 +79,37 @@ def marker_citations(response: Response) -> list[Citation]:
     return list(found.values())
 
 
+def _has_id(citation: Citation) -> bool:
+    return any(x is not None for x in (citation.chunk_id, citation.doc_id, citation.rel_path))
+
+
+def _words(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _by_text(citation: Citation, response: Response) -> Citation:
+    """A citation with no id that quotes a retrieved chunk's text (the whole text, or a passage
+    of at least ``QUOTE_MIN_CHARS`` characters in it: a framework that cites the source
+    document it was given) cites that chunk, the first one by rank; any other is unchanged."""
+    if _has_id(citation) or not citation.quote:
+        return citation
+    quote = _words(citation.quote)
+    for chunk in response.retrieved:
+        text = _words(chunk.text)
+        if quote == text or (len(quote) >= QUOTE_MIN_CHARS and quote in text):
+            if chunk.id is not None:
+                return citation.model_copy(update={"chunk_id": chunk.id})
+            if chunk.doc_id is not None:
+                return citation.model_copy(update={"doc_id": chunk.doc_id})
+    return citation
+
+
 def citations_of(response: Response) -> tuple[list[Citation], bool]:
     """(the response's citations, whether they come from its answer's markers): the reported
-    ones, else those of the markers."""
+    ones (an id-less one that quotes a retrieved chunk cites that chunk), else those of the
+    markers."""
     if response.citations:
-        return list(response.citations), False
+        return [_by_text(c, response) for c in response.citations], False
     return marker_citations(response), True
 
 
@@ -122,6 +149,12 @@ def _cited(response: Response) -> list[Citation]:
     citations = _citations(response)
     if not citations and not response.has("citations"):
         raise SkipScore("target did not report citations and the answer has no citation markers")
+    idless = sum(not _has_id(c) for c in citations)
+    if idless:  # scored, each would count as a wrong citation: a believable wrong number
+        raise SkipScore(
+            f"target did not report citation ids ({idless} of {len(citations)} citations have "
+            "no chunk_id, doc_id or rel_path, and no retrieved chunk holds their text)"
+        )
     return citations
 
 
