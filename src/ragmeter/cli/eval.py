@@ -21,7 +21,11 @@ from ragmeter.cli.compat_options import seed002_options
 from ragmeter.cli.executor_options import executor_options
 from ragmeter.cli.noise_options import noise_options
 from ragmeter.cli.options import config_overrides, pairs, shared, target_spec, targets_file
-from ragmeter.cli.overrides import option_names, refuse_ignored_by_resume
+from ragmeter.cli.overrides import (
+    option_names,
+    refuse_conflicting_options,
+    refuse_ignored_by_resume,
+)
 from ragmeter.cli.perspective import seed003_options, write_outputs
 from ragmeter.cli.running import (
     exit_if_every_case_failed,
@@ -163,6 +167,7 @@ def eval_command(ctx: click.Context, /, **params: Any) -> None:
 
     With no options: the bundled demo dataset against the built-in reference pipeline, offline.
     """
+    refuse_conflicting_options(ctx)
     if params.get("resume"):
         refuse_ignored_by_resume(ctx, str(params["resume"]))
     config = load_config(

@@ -78,8 +78,13 @@ def field_map(ctx: click.Context, param: click.Parameter, values: Any) -> dict[s
 
 
 def comma_list(ctx: click.Context, param: click.Parameter, value: str | None) -> list[str] | None:
-    """A click callback: ``a, b,c`` as ``["a", "b", "c"]`` (None when nothing is named)."""
+    """A click callback: ``a, b,c`` as ``["a", "b", "c"]`` (None when the option is not
+    given). Given on the command line with nothing in it (``--metrics ""``), it is an error:
+    read as not given, it would run the defaults the user meant to narrow."""
     names = [name.strip() for name in (value or "").split(",") if name.strip()]
+    source = ctx.get_parameter_source(param.name) if param.name else None
+    if not names and value is not None and source == click.core.ParameterSource.COMMANDLINE:
+        raise click.BadParameter("is empty: name at least one, or leave the option out")
     return names or None
 
 

@@ -144,3 +144,32 @@ def refuse_ignored_by_resume(ctx: click.Context, run_id: str) -> None:
             f"--resume {run_id} finishes the run with the settings it was started with; "
             f"{', '.join(ignored)} would be ignored: drop them, or start a new run"
         )
+
+
+# the target kinds --corpus applies to (the reference pipeline answers over it)
+CORPUS_TARGETS = frozenset({"reference"})
+KIND_NAMES = {"http": "an HTTP", "python": "a Python", "replay": "a replay"}
+
+
+def refuse_conflicting_options(ctx: click.Context) -> None:
+    """Fail, before the first question, on options that say two things at once (the run would
+    otherwise follow one of them without a word)."""
+    from ragmeter.cli.app import fail
+
+    def given(name: str) -> bool:
+        # on the command line: a flag over an environment variable is the layering, no conflict
+        source = ctx.get_parameter_source(name)
+        return source == ParameterSource.COMMANDLINE and ctx.params.get(name) not in (None, {})
+
+    if given("rag_url") and given("target_spec"):
+        fail("--rag-url and --target both name the system to evaluate; give one of them")
+    kind = (ctx.params.get("target_spec") or {}).get("kind")
+    if given("corpus") and given("target_spec") and kind not in CORPUS_TARGETS:
+        fail(
+            f"--corpus is the reference pipeline's corpus, and --target names "
+            f"{KIND_NAMES.get(str(kind), repr(kind))} target, "
+            "which answers from its own documents; drop --corpus (or use --target reference)"
+        )
+    if given("corpus") and given("rag_url"):
+        fail("--corpus is the reference pipeline's corpus, and --rag-url names an HTTP target; "
+             "drop --corpus")  # fmt: skip
