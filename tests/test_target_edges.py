@@ -8,6 +8,7 @@ import base64
 import json
 import math
 import os
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -556,6 +557,44 @@ def test_the_cli_reports_an_unimportable_target_without_a_traceback(tmp_path: Pa
     assert result.returncode == 2, result.stderr
     assert "Traceback" not in result.stderr
     assert "cannot import 'nosuchrag'" in result.stderr
+
+
+HUNG_TARGET = """
+import threading
+
+def answer(question: str) -> str:
+    if "hang" in question:
+        threading.Event().wait()  # never returns
+    return "It is 27 days."
+"""
+
+
+@pytest.mark.parametrize(("questions", "code"), [(["hang"], 3), (["hang", "fine"], 0)])
+def test_a_python_target_that_never_returns_times_out_and_the_process_exits(
+    tmp_path: Path, questions: list[str], code: int
+) -> None:
+    # issue 30: the cases were stored as case_timeout, but the interpreter waited at exit for
+    # the pool thread still inside the user's function: a CI job hung
+    (tmp_path / "hung.py").write_text(HUNG_TARGET, encoding="utf-8")
+    dataset = tmp_path / "cases.jsonl"
+    dataset.write_text(
+        "".join(json.dumps({"id": q, "question": f"{q} please?"}) + "\n" for q in questions),
+        encoding="utf-8",
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "ragmeter", "eval", "--dataset", str(dataset), "--target",
+         "hung.py:answer", "--timeout", "1", "--metrics", "lexical", "--no-progress",
+         "--store", "r.db", "--output-dir", "runs"],
+        cwd=tmp_path, capture_output=True, text=True,
+        timeout=600,  # a hang guard only: before the fix the process never ended
+    )  # fmt: skip
+    assert result.returncode == code, result.stdout + result.stderr
+    assert "case_timeout" in result.stdout + result.stderr
+    with sqlite3.connect(tmp_path / "r.db") as db:
+        stored = dict(db.execute("SELECT case_id, COALESCE(error_type, status) FROM responses"))
+        (status,) = db.execute("SELECT status FROM runs").fetchone()
+    assert stored == {q: ("case_timeout" if q == "hang" else "ok") for q in questions}
+    assert status == "completed"
 
 
 # ---------------------------------------------------------------------------------------------

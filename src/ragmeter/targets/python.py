@@ -32,7 +32,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -42,6 +42,7 @@ from pydantic import ValidationError
 from ragmeter.config import TargetConfig
 from ragmeter.errors import InputError
 from ragmeter.models import Case, Response
+from ragmeter.runner.background import DaemonWorkers
 from ragmeter.targets.base import TargetError
 
 # the models a target's reply is validated into: a ValidationError about one of them, raised
@@ -262,13 +263,14 @@ def _first_parameter(function: Callable[..., Any]) -> str | None:
 
 class WorkerThreads:
     """The threads a sync function runs in: ``size`` pooled ones (the run's concurrency), and
-    a fresh daemon thread for a call that finds them all busy (a case that timed out leaves
-    its call running), so a call never waits in a queue. ``run`` returns the result and the
+    a fresh one for a call that finds them all busy (a case that timed out leaves its call
+    running), so a call never waits in a queue. All are daemon threads: a call that never
+    returns does not keep the process from exiting. ``run`` returns the result and the
     call's own duration in ms, timed in the thread that makes it."""
 
     def __init__(self, size: int) -> None:
         self.size = max(1, size)
-        self.pool = ThreadPoolExecutor(self.size, thread_name_prefix="ragmeter-target")
+        self.pool = DaemonWorkers(self.size, "ragmeter-target")
         self.busy = 0
         self.lock = threading.Lock()
 
@@ -300,7 +302,7 @@ class WorkerThreads:
                 self.busy -= 1
 
     def close(self) -> None:
-        self.pool.shutdown(wait=False, cancel_futures=True)
+        self.pool.shutdown()
 
 
 class PythonTarget:
