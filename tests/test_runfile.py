@@ -4,6 +4,9 @@ without parsing the cases, and old or foreign files are named, not misread."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -168,3 +171,33 @@ def test_header_only_reads_floats_cut_at_a_chunk_and_key_sorted_files(tmp_path: 
         finally:
             runfile_module._CHUNK = original
         assert header.header == record(), cut
+
+
+VANISHING_FOLDER_TARGET = """
+import os, shutil
+
+def answer(question: str) -> str:
+    shutil.rmtree(os.environ["RUNS_DIR"], ignore_errors=True)  # the run folder, mid-run
+    return "It is 27 days."
+"""
+
+
+def test_a_run_folder_deleted_mid_run_is_made_again(tmp_path: Path) -> None:
+    # issue 30: FileNotFoundError on runs/<id>_<ts>.json.part, exit 1, no run file or report
+    (tmp_path / "vanish.py").write_text(VANISHING_FOLDER_TARGET, encoding="utf-8")
+    (tmp_path / "cases.jsonl").write_text(
+        '{"id": "a", "question": "q1?"}\n{"id": "b", "question": "q2?"}\n', encoding="utf-8"
+    )
+    runs = tmp_path / "runs"
+    result = subprocess.run(
+        [sys.executable, "-m", "ragmeter", "eval", "-d", "cases.jsonl", "--target",
+         "vanish.py:answer", "--metrics", "lexical", "--no-progress", "--store", "r.db",
+         "--output-dir", str(runs)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "RUNS_DIR": str(runs)},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    (run_file,) = runs.glob("*.json")
+    document = json.loads(run_file.read_text(encoding="utf-8"))
+    assert [case["case_id"] for case in document["cases"]] == ["a", "b"]
+    assert len(list(runs.glob("*.md"))) == 1  # the report too

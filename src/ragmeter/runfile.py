@@ -301,6 +301,9 @@ class RunFileWriter:
         header = {"run_file_version": RUN_FILE_VERSION, **record.model_dump(mode="json")}
         self._spool.seek(0)
         partial = self.path.with_name(self.path.name + ".part")
+        # the folder may have gone while the run was asked (the spool is an open file: its
+        # cases are safe); it is made again rather than losing the run file
+        self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             with partial.open("w", encoding="utf-8") as out:
                 out.write(json.dumps({**header, "cases": []})[: -len("]}")])
