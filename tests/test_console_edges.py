@@ -5,6 +5,7 @@ name or a number, at 80 and 100 columns."""
 from __future__ import annotations
 
 import io
+import json
 import re
 from typing import Any
 
@@ -24,6 +25,7 @@ from ragmeter.models import (
     Scorecard,
     TargetResult,
 )
+from ragmeter.redaction import REDACTED
 from ragmeter.registry import registry
 from ragmeter.reports.case_details import case_details, case_details_json
 from ragmeter.reports.compare_console import comparison_table, flips_lines, methods_table
@@ -659,3 +661,20 @@ def test_stats_and_the_scorecard_read_the_same_latencies(tmp_path) -> None:
     # cases 1, 2, 4, 5 answered (latencies 1, 2, 4, 5 ms); 0 and 3 failed after 50 ms
     assert (latency["min"], latency["max"], latency["mean"]) == (1.0, 5.0, 3.0)
     assert card["latency_p50"]["value"] == latency["p50"] == 3.0
+
+
+def test_a_secret_in_an_answer_is_masked_in_the_console_and_the_json_alike() -> None:
+    # issue 30: masked in reports and the console, but shown by show --details --json
+    secret = "sk-live0123456789abcdef"
+    case = Case(case_id="c", question="What is the key?", reference_answer="None.")
+    result = CaseResult(
+        case_id="c",
+        status="ok",
+        response=Response(answer=f"The key is {secret}.", retrieved=[]),
+    )
+    score = Score(case_id="c", metric="token_f1", value=0.0, status="ok",
+                  details={"missing": [secret]})  # fmt: skip
+    shown = "".join(render(block, width=120) for block in case_details([case], [result], [score]))
+    as_json = json.dumps(case_details_json([case], [result], [score]))
+    for text in (shown, as_json):
+        assert secret not in text and REDACTED in text

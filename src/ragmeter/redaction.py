@@ -81,6 +81,20 @@ def redact_text(text: str) -> str:
     return _SECRET_VALUE.sub(lambda m: f"{m.group('prefix') or ''}{REDACTED}", text)
 
 
+def masked(value: Any) -> Any:
+    """``value`` (any JSON-like nesting) with every string passed through :func:`redact_text`:
+    what every view of a run (console, ``--json``, reports, the web UI) does to text a dataset,
+    a target or a judge wrote, so an echoed secret (an API key, a token, credentials in a URL)
+    is masked the same way everywhere."""
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, dict):
+        return {key: masked(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [masked(item) for item in value]
+    return value
+
+
 def is_secret_key(key: str) -> bool:
     return bool(SECRET_KEY.search(key)) and not _NOT_SECRET_KEY.search(key)
 

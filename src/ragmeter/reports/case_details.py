@@ -22,6 +22,7 @@ from rich.text import Text
 
 from ragmeter.errors import InputError
 from ragmeter.models import Case, CaseResult, MetricSummary, Response, Score, Scorecard
+from ragmeter.redaction import masked
 from ragmeter.reports.console import format_value
 from ragmeter.reports.detail_lines import ITEM_LIMIT, clip, detail_lines, useful_details
 from ragmeter.text import visible
@@ -303,51 +304,54 @@ def case_details_json(
     scorecard: Scorecard | None = None,
     low_below: float = LOW_BELOW,
 ) -> list[dict[str, Any]]:
-    """The cases :func:`case_details` shows, as JSON-ready dicts (texts whole and as stored;
-    ``json.dumps`` escapes their control characters)."""
+    """The cases :func:`case_details` shows, as JSON-ready dicts: texts whole, masked for
+    secrets as in every other view (:func:`ragmeter.redaction.masked`); ``json.dumps`` escapes
+    their control characters."""
     shown, summaries = _select(cases, results, scores, only_failing, metrics, scorecard, low_below)
     documents = []
     for item in shown:
         case, result = item.case, item.result
         response = result.response if result is not None else None
         documents.append(
-            {
-                "case_id": case.case_id,
-                "status": _status(result),
-                "failing": item.failing,
-                "error_type": result.error_type if result else None,
-                "error_message": result.error_message if result else None,
-                "latency_ms": result.latency_ms if result else None,
-                "attempts": result.attempts if result else None,
-                "question": case.question,
-                "answer": response.answer if response is not None else None,
-                "abstained": response.abstained if response is not None else None,
-                "text_repairs": response.text_repairs if response is not None else 0,
-                "reference_answer": case.reference_answer,
-                "answerable": case.answerable,
-                "gold": [
-                    p.chunk_id or p.doc_id or p.rel_path
-                    for p in [
-                        *case.gold_passages,
-                        *(p for g in case.required_support_groups for p in g.passages),
-                    ]
-                ],
-                "retrieved": [c.id or c.doc_id or c.rel_path for c in response.retrieved]
-                if response is not None
-                else [],
-                "cited": [c.chunk_id or c.doc_id or c.rel_path for c in response.citations]
-                if response is not None
-                else [],
-                "scores": {
-                    s.metric: {
-                        "status": s.status,
-                        "value": s.value,
-                        "low": is_low(s, summaries.get(s.metric), low_below),
-                        "reason": s.reason,
-                        "details": useful_details(s.details),
-                    }
-                    for s in item.scores
-                },
-            }
+            masked(
+                {
+                    "case_id": case.case_id,
+                    "status": _status(result),
+                    "failing": item.failing,
+                    "error_type": result.error_type if result else None,
+                    "error_message": result.error_message if result else None,
+                    "latency_ms": result.latency_ms if result else None,
+                    "attempts": result.attempts if result else None,
+                    "question": case.question,
+                    "answer": response.answer if response is not None else None,
+                    "abstained": response.abstained if response is not None else None,
+                    "text_repairs": response.text_repairs if response is not None else 0,
+                    "reference_answer": case.reference_answer,
+                    "answerable": case.answerable,
+                    "gold": [
+                        p.chunk_id or p.doc_id or p.rel_path
+                        for p in [
+                            *case.gold_passages,
+                            *(p for g in case.required_support_groups for p in g.passages),
+                        ]
+                    ],
+                    "retrieved": [c.id or c.doc_id or c.rel_path for c in response.retrieved]
+                    if response is not None
+                    else [],
+                    "cited": [c.chunk_id or c.doc_id or c.rel_path for c in response.citations]
+                    if response is not None
+                    else [],
+                    "scores": {
+                        s.metric: {
+                            "status": s.status,
+                            "value": s.value,
+                            "low": is_low(s, summaries.get(s.metric), low_below),
+                            "reason": s.reason,
+                            "details": useful_details(s.details),
+                        }
+                        for s in item.scores
+                    },
+                }
+            )
         )
     return documents

@@ -12,7 +12,7 @@ from ragmeter.metrics.base import PERSPECTIVES
 from ragmeter.metrics.passages import all_passages, case_level, ranked_chunks
 from ragmeter.metrics.retrieval import matches
 from ragmeter.models import Case, CaseResult, MetricSummary, RunRecord, Score
-from ragmeter.redaction import redact_text
+from ragmeter.redaction import masked, redact_text
 from ragmeter.reports.pareto import pareto_points
 from ragmeter.reports.perspectives import by_perspective
 from ragmeter.scoring.compare import RunScores, compare_runs
@@ -227,19 +227,6 @@ def _citations(case: Case, result: CaseResult | None) -> list[dict[str, Any]]:
             {**citation.model_dump(mode="json"), "in_retrieved": retrieved, "gold": gold}
         )
     return checked
-
-
-def masked(value: Any) -> Any:
-    """``value`` (any JSON-like nesting) with every string passed through
-    :func:`ragmeter.redaction.redact_text`, as the reports mask text: secrets a target or a judge
-    echoed (API keys, tokens, credentials in URLs) never reach a page or an API response."""
-    if isinstance(value, str):
-        return redact_text(value)
-    if isinstance(value, dict):
-        return {key: masked(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [masked(item) for item in value]
-    return value
 
 
 def masked_answer(answer: str, marks: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
