@@ -217,6 +217,40 @@ def test_replay_lines_that_match_no_case_are_named_in_a_warning(tmp_path: Path) 
     assert run_document(tmp_path)["error_count"] == 0
 
 
+def test_lines_left_by_a_run_that_stopped_are_not_called_mismatches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # issue 30: after a disk-full stop the warning read as if the ids were misspelt
+    import errno
+
+    from ragmeter.config import EvalConfig
+    from ragmeter.runner.engine import evaluate
+    from ragmeter.store.sqlite import RunStore
+
+    saved = RunStore.save_result
+
+    def full_after_one(self: RunStore, run_id: str, result: Any) -> None:
+        if self.answered_case_ids(run_id):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        saved(self, run_id, result)
+
+    monkeypatch.setattr(RunStore, "save_result", full_after_one)
+    third = {**CASES[1], "case_id": "c", "question": "What is gamma?"}
+    dataset = write_jsonl(tmp_path / "cases.jsonl", [*CASES, third])
+    replay = [{"case_id": case, "answer": "Alpha 42"} for case in ("a", "b", "c")]
+    responses = write_jsonl(tmp_path / "replay.jsonl", replay)
+    config = EvalConfig(
+        datasets=[str(dataset)], store=str(tmp_path / "runs.db"), output_dir=str(tmp_path / "o"),
+        target=TargetConfig(kind="replay", path=str(responses)), metrics=["performance"],
+        concurrency=1, progress=False,
+    )  # fmt: skip
+    with pytest.raises(OSError, match="No space left"):
+        evaluate(config)
+    stderr = capsys.readouterr().err
+    assert "warning:" not in stderr and "check these ids" not in stderr
+    assert "1 of the 3 lines" in stderr and "were not asked because the run stopped first" in stderr
+
+
 def test_no_warning_when_every_line_is_used(tmp_path: Path) -> None:
     replay = [{"case_id": "a", "answer": "Alpha 42"}, {"case_id": "b", "answer": "Beta 7"}]
     result = run_eval(tmp_path, replay, "--metrics", "performance")

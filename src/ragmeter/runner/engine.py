@@ -2,8 +2,7 @@
 arrive, then score, aggregate and write the run file.
 
 Querying and scoring are separate stages: responses are stored first, so an interrupted run
-resumes by asking only the unanswered cases, and a stored run can be re-scored offline.
-"""
+resumes by asking only the unanswered cases, and a stored run can be re-scored offline."""
 
 from __future__ import annotations
 
@@ -322,7 +321,8 @@ async def run_evaluation_async(
                         scoring.stop()
                     raise
         finally:
-            if owns_target:
+            if owns_target:  # still open: the run stopped while asking
+                getattr(target, "stop_asking", lambda: None)()
                 await target.aclose()
             executor.close()
         if scored_elsewhere:

@@ -231,6 +231,7 @@ class ReplayTarget:
         self.path = Path(config.path)
         self.recorded = read_recorded(self.path)
         self.asked_any = False  # a case was asked (the run's own copy under Ray asks none)
+        self.stopped = False  # the run stopped before asking every case (stop_asking)
         self.response_format = config.response_format
         self.mapping = config.response_mapping
 
@@ -295,6 +296,11 @@ class ReplayTarget:
         unused = [case_id for case_id, row in self.recorded.row.items() if not used[row]]
         if not unused:
             return None
+        if self.stopped:  # not a mismatch: the run ended before it asked them
+            return (
+                f"note: {len(unused)} of the {len(self.recorded)} lines of {self.path} were not "
+                "asked because the run stopped first; resuming the run asks them"
+            )
         shown = ", ".join(repr(case_id[:60]) for case_id in unused[:_UNUSED_SHOWN])
         more = f" and {len(unused) - _UNUSED_SHOWN} more" if len(unused) > _UNUSED_SHOWN else ""
         return (
@@ -303,6 +309,10 @@ class ReplayTarget:
             "of the same case_id, compared exactly (upper and lower case included), so check "
             "these ids unless --samples or an earlier part of a resumed run left them out"
         )
+
+    def stop_asking(self) -> None:
+        """The run stops before it has asked every case (a failure, an interruption)."""
+        self.stopped = True
 
     async def aclose(self) -> None:
         self.recorded.close()
