@@ -554,7 +554,23 @@ def test_case_details_show_the_case_and_why_each_metric_scored_as_it_did() -> No
         assert expected in flat, (expected, flat)
     assert "judge_calls" not in flat and "answer_signals" not in flat and "pwned" not in flat
     assert flat.count("very long") < 100  # the answer is cut
-    assert "chars]" in flat
+    assert "more characters; --max-chars 0 shows them)" in flat
+
+
+def test_case_details_cut_each_text_at_max_chars_and_say_how_much_is_left() -> None:
+    # issue 30: the note says how many characters are hidden and how to see them
+    cases, results, scores, _ = _details_run()
+    answer = next(r.response.answer for r in results if r.response and len(r.response.answer) > 600)
+
+    def shown(max_chars: int) -> str:
+        blocks = case_details(cases, results, scores, max_chars=max_chars)
+        return " ".join("".join(render(b, width=200) for b in blocks).split())
+
+    cut = shown(100)
+    assert f"({len(answer) - 100:,} more characters; --max-chars 0 shows them)" in cut
+    whole = shown(0)
+    assert "more characters" not in whole
+    assert len(whole) > len(shown(600)) > len(cut)
 
 
 def test_case_details_filter_failing_cases_and_metrics() -> None:

@@ -55,6 +55,14 @@ def runs_command(store: str, limit: int) -> None:
     "metric named with --metric.",
 )
 @click.option("--case", "case_ids", multiple=True, help="With --details: only these case ids.")
+@click.option(
+    "--max-chars",
+    type=click.IntRange(min=0),
+    default=600,
+    show_default=True,
+    help="With --details: characters of each question, answer, reference and error shown "
+    "(0: whole; --json always gives them whole).",
+)
 @shared("json")
 @click.option(
     "--by",
@@ -75,6 +83,7 @@ def show_command(
     details: bool,
     failing: bool,
     case_ids: tuple[str, ...],
+    max_chars: int,
 ) -> None:
     """Print one run's scorecard (a unique id prefix is enough)."""
     run_store, record = open_run(store, run_id)
@@ -99,7 +108,7 @@ def show_command(
         if as_json:
             click.echo(json.dumps(case_details_json(*arguments, **selection), indent=2))
             return
-        for renderable in case_details(*arguments, **selection):
+        for renderable in case_details(*arguments, **selection, max_chars=max_chars):
             console.print(renderable)
         return
     if as_json:

@@ -27,8 +27,7 @@ from ragmeter.reports.console import format_value
 from ragmeter.reports.detail_lines import ITEM_LIMIT, clip, detail_lines, useful_details
 from ragmeter.text import visible
 
-ANSWER_LIMIT = 600  # characters of an answer, question or reference shown
-ERROR_LIMIT = 600
+ANSWER_LIMIT = 600  # characters of a question, answer, reference or error shown by default
 IDS = 10  # retrieved / cited / gold ids shown
 REPAIRED = "lone surrogate(s) in the reply's text replaced by U+FFFD (not valid Unicode)"
 LOW_BELOW = 0.5  # a 0..1 (or 0-5) score below half its scale (above, for lower-is-better)
@@ -182,25 +181,27 @@ def _header(item: _Shown) -> Text:
     return title
 
 
-def _fields(item: _Shown) -> Table:
+def _fields(item: _Shown, max_chars: int) -> Table:
     grid = Table.grid(padding=(0, 1))
     grid.add_column(style="bold", no_wrap=True)
     grid.add_column(overflow="fold")
     case, result = item.case, item.result
     response = result.response if result is not None else None
 
-    def add(label: str, text: str | None, limit: int = ANSWER_LIMIT, style: str = "") -> None:
+    def add(label: str, text: str | None, style: str = "") -> None:
         if text is None or text == "":
             return
-        shown = clip(text, limit)
+        limit = max_chars or len(text)
+        shown = Text(clip(text, limit), style=style)
         if len(text) > limit:
-            shown += f" [{len(text)} chars]"
-        grid.add_row(label, Text(shown, style=style))
+            more = f" ({len(text) - limit:,} more characters; --max-chars 0 shows them)"
+            shown.append(more, style="dim")
+        grid.add_row(label, shown)
 
     add("question", case.question)
     if result is not None and result.status != "ok":
         error = f"{result.error_type or 'error'}: {result.error_message or ''}".rstrip(": ")
-        add("error", error, ERROR_LIMIT, style="red")
+        add("error", error, style="red")
     if response is not None:
         add("answer", response.answer if response.answer.strip() else "(empty)")
         if response.abstained is not None:
@@ -263,8 +264,9 @@ def case_details(
     metrics: list[str] | None = None,
     scorecard: Scorecard | None = None,
     low_below: float = LOW_BELOW,
+    max_chars: int = ANSWER_LIMIT,
 ) -> list[RenderableType]:
-    """One block a case: id, status, latency; question, answer (cut at ``ANSWER_LIMIT``),
+    """One block a case: id, status, latency; question, answer (cut at ``max_chars``, 0: whole),
     reference, error, gold / retrieved / cited ids; then each metric's value, or skipped /
     failed with the reason, and its useful details.
 
@@ -276,7 +278,10 @@ def case_details(
     shown, summaries = _select(cases, results, scores, only_failing, metrics, scorecard, low_below)
     blocks: list[RenderableType] = []
     for item in shown:
-        parts: list[RenderableType] = [Rule(_header(item), align="left"), _fields(item)]
+        parts: list[RenderableType] = [
+            Rule(_header(item), align="left"),
+            _fields(item, max_chars),
+        ]
         if item.scores:
             parts.append(_scores(item, summaries, low_below))
         elif item.result is not None:
