@@ -821,3 +821,43 @@ def test_validity_rows_are_keyed_by_run_metric_and_labels_hash(tmp_path: Path) -
     with pytest.raises(StoreError, match="a stored validity report no longer reads"):
         stored_reports(store, "run1")
     store.close()
+
+
+@contextmanager
+def read_only_folder(folder: Path) -> Iterator[None]:
+    """``folder`` made read-only for real: its mode bits, or (for root, whom they do not stop)
+    the immutable attribute; skipped where neither holds."""
+    folder.chmod(0o555)
+    immutable = False
+    try:
+        probe = folder / "probe"
+        try:
+            probe.touch()
+        except OSError:
+            pass  # the mode bits hold
+        else:
+            probe.unlink()
+            made = subprocess.run(["chattr", "+i", str(folder)], capture_output=True)
+            if made.returncode != 0:
+                pytest.skip(f"cannot make {folder} read-only here: {made.stderr!r}")
+            immutable = True
+        yield
+    finally:
+        if immutable:
+            subprocess.run(["chattr", "-i", str(folder)], check=True)
+        folder.chmod(0o755)
+
+
+def test_a_store_in_a_read_only_folder_says_so(tmp_path: Path) -> None:
+    # issue 30: "unable to open database file", as if the path were wrong
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    _store_with_run(folder / "runs.db").close()
+    with read_only_folder(folder):
+        result = subprocess.run(
+            [sys.executable, "-m", "ragmeter", "runs", "--store", str(folder / "runs.db")],
+            capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+    assert result.returncode == EXIT_BAD_INPUT, result.stderr
+    assert f"is in a read-only folder ({folder}" in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr

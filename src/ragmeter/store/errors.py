@@ -4,6 +4,7 @@ turned into a :class:`~ragmeter.errors.StoreError` that says what to do."""
 from __future__ import annotations
 
 import sqlite3
+import tempfile
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -51,8 +52,28 @@ def sqlite_error(path: Path, exc: sqlite3.Error, doing: str, busy_timeout_s: flo
     if code == sqlite3.SQLITE_READONLY:
         return StoreError(f"{where} is read-only ({detail}); {HINT}")
     if code == sqlite3.SQLITE_CANTOPEN:
+        folder = read_only_folder(path)
+        if folder is not None:
+            return StoreError(
+                f"{where} is in a read-only folder ({folder}: {detail}); the store writes its "
+                f"journal and lock files beside it; {HINT} in a writable folder"
+            )
         return StoreError(f"cannot open the {where} ({detail}); {HINT}")
     return StoreError(f"{where}: {doing} failed: {detail}")
+
+
+def read_only_folder(path: Path) -> str | None:
+    """Why no file can be made in the folder of ``path`` (read-only, no permission), or None.
+    Tried, not read from the mode bits: those say nothing of a read-only mount or an
+    immutable folder, nor to root."""
+    folder = path.parent if str(path.parent) else Path(".")
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            return None
+    except FileNotFoundError:
+        return None  # a missing folder: not a read-only one
+    except OSError as exc:
+        return f"{folder}: {exc.strerror or exc}"
 
 
 def unreadable_run(path: Path, run_id: str, what: str) -> StoreError:
