@@ -16,14 +16,12 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
-    ValidationError,
     computed_field,
     field_validator,
     model_validator,
 )
-from pydantic_core import PydanticCustomError
 
-from ragmeter.text import replace_lone_surrogates
+from ragmeter.replies import prepared_reply
 
 SCHEMA_VERSION = "1"
 
@@ -306,24 +304,7 @@ class Response(BaseModel):
         """Validate a reply from a system under test: what it reported is decided here, from
         the fields it sent, never taken from a ``reported`` key it sent itself (unless the
         reply was ``recorded`` by ragmeter, as in a replay file of an export)."""
-        data, repaired = replace_lone_surrogates(data)
-        if isinstance(data, dict):
-            own = ("reported", "response_format", "text_repairs")  # ragmeter's, unless recorded
-            if not recorded and any(key in data for key in own):
-                data = {key: value for key, value in data.items() if key not in own}
-            if "answer" not in data and not _answerless_reply(data):
-                # {"response": ...} or {}: a reply in another shape, not an empty answer
-                # (which would score 0 and read as "I don't know")
-                keys = ", ".join(sorted(map(str, data))[:10]) or "none"
-                missing = PydanticCustomError(
-                    "missing_answer",
-                    "no answer in the reply (its keys: {keys}); map the answer's field with "
-                    "response_mapping",
-                    {"keys": keys},
-                )
-                raise ValidationError.from_exception_data(
-                    cls.__name__, [{"type": missing, "loc": ("answer",), "input": keys}]
-                )
+        data, repaired = prepared_reply(data, recorded=recorded)
         response = cls.model_validate(data)
         if repaired:
             response.text_repairs += repaired
@@ -332,14 +313,6 @@ class Response(BaseModel):
     def has(self, field: str) -> bool:
         """True when the target sent ``field`` (kept across the run store)."""
         return field in (self.reported or ())
-
-
-def _answerless_reply(data: dict[Any, Any]) -> bool:
-    """A reply that may come without an answer: one that abstained, or a bare guardrail
-    classifier's verdict (guardrail scores, or the guardrail_blocked flag)."""
-    flags = data.get("policy_flags")
-    blocked = isinstance(flags, list) and "guardrail_blocked" in flags
-    return data.get("abstained") is True or bool(data.get("guardrail_scores")) or blocked
 
 
 class CaseResult(BaseModel):
