@@ -5,6 +5,8 @@ without a word)."""
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,7 +17,12 @@ from ragmeter.config import ENV_FIELDS
 
 
 @pytest.fixture
-def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A project folder with a Python target; the imports an in-process run makes (the target's
+    module, its folder on sys.path) are undone afterwards, so no later test in this worker
+    finds them."""
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    before = set(sys.modules)
     monkeypatch.chdir(tmp_path)
     for variable in ENV_FIELDS:
         monkeypatch.delenv(variable, raising=False)
@@ -24,7 +31,9 @@ def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         "CALLS = []\n\ndef answer(question):\n    CALLS.append(question)\n    return 'x'\n",
         encoding="utf-8",
     )
-    return tmp_path
+    yield tmp_path
+    for name in set(sys.modules) - before:
+        del sys.modules[name]
 
 
 @pytest.mark.parametrize(
