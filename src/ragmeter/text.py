@@ -184,8 +184,8 @@ def replace_lone_surrogates(value: Any) -> tuple[Any, int]:
     surrogate replaced by U+FFFD, and how many were replaced. Unchanged parts are the same
     objects."""
     if isinstance(value, str):
-        found = len(_LONE_SURROGATE.findall(value))
-        return (valid_text(value), found) if found else (value, 0)
+        replaced, found = _LONE_SURROGATE.subn(REPLACEMENT_CHARACTER, value)
+        return (replaced, found) if found else (value, 0)
     if isinstance(value, dict):
         total, out = 0, {}
         for key, item in value.items():
