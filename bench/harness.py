@@ -6,7 +6,7 @@ the ragmeter contract and ``GET /health`` with 200. In one run this script measu
 
 (a) a bare ``httpx.AsyncClient`` posting the same N questions with the same concurrency (a pool
     of workers, the same connection limits, every response body parsed as JSON), and
-(b) ``ragmeter.runner.engine.evaluate`` on the same N cases with the same concurrency: default
+(b) ``ragmeter.evaluate`` on the same N cases with the same concurrency: default
     metrics scored, results stored in a temporary SQLite file, run file written, progress off,
 
 alternating (a) and (b) ``--repeat`` times, and prints the median cases/s of each and the ratio
@@ -185,7 +185,7 @@ def run_ragmeter(
     """(total seconds, seconds until the last answer) for one ragmeter evaluation."""
     from ragmeter.config import EvalConfig, TargetConfig
     from ragmeter.models import Case
-    from ragmeter.runner.engine import evaluate
+    from ragmeter.runner.run import evaluate
 
     cases = [Case.model_validate(c) for c in raw_cases]
     folder = Path(tempfile.mkdtemp(dir=workdir))

@@ -224,7 +224,7 @@ def test_lines_left_by_a_run_that_stopped_are_not_called_mismatches(
     import errno
 
     from ragmeter.config import EvalConfig
-    from ragmeter.runner.engine import evaluate
+    from ragmeter.runner.run import evaluate
     from ragmeter.store.sqlite import RunStore
 
     saved = RunStore.save_result

@@ -35,7 +35,10 @@ def option_env_vars() -> dict[tuple[str, str], click.Option]:
     found: dict[tuple[str, str], click.Option] = {}
 
     def walk(group: click.Group, prefix: str) -> None:
-        for name, command in group.commands.items():
+        context = click.Context(group)
+        for name in group.list_commands(context):  # the top group imports each command here
+            command = group.get_command(context, name)
+            assert command is not None, name
             if isinstance(command, click.Group):
                 walk(command, f"{prefix}{name} ")
             for param in command.params:
@@ -245,7 +248,9 @@ def test_every_declared_variable_reaches_its_option(
     target: click.Command = main
     for part in command.split():  # a subcommand of a group: "datasets list"
         assert isinstance(target, click.Group)
-        target = target.commands[part]
+        found = target.get_command(click.Context(target), part)
+        assert found is not None, part
+        target = found
     args = list(ARGUMENTS.get(command, []))
     for flag in option.opts:  # a required option under test comes from the environment
         if flag in args:

@@ -28,7 +28,10 @@ METRICS = (ROOT / "docs" / "metrics.md").read_text(encoding="utf-8")
 
 def _commands(group: click.Group, prefix: str = "") -> list[tuple[str, click.Command]]:
     found: list[tuple[str, click.Command]] = []
-    for name, command in sorted(group.commands.items()):
+    context = click.Context(group)
+    for name in group.list_commands(context):  # the top group imports each command here
+        command = group.get_command(context, name)
+        assert command is not None, name
         full = f"{prefix}{name}"
         found.append((full, command))
         if isinstance(command, click.Group):

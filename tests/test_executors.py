@@ -17,8 +17,8 @@ from ragmeter.cli.overrides import config_overrides
 from ragmeter.config import EvalConfig, TargetConfig
 from ragmeter.errors import InputError
 from ragmeter.models import Case, Response
-from ragmeter.runner.engine import evaluate
 from ragmeter.runner.executors import LocalExecutor, make_executor
+from ragmeter.runner.run import evaluate
 from ragmeter.targets.python import PythonTarget
 
 

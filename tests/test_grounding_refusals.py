@@ -28,7 +28,7 @@ from ragmeter.metrics.base import MetricSettings, SkipScore, score_case
 from ragmeter.metrics.grounding import grounding_metrics
 from ragmeter.metrics.textmatch import fold
 from ragmeter.models import Case, CaseResult, Response, RetrievedChunk, Score
-from ragmeter.runner.engine import evaluate
+from ragmeter.runner.run import evaluate
 from ragmeter.targets.python import PythonTarget
 
 REFUSAL = "I could not find this in the documentation."

@@ -13,7 +13,7 @@ import pytest
 
 from ragmeter.config import EvalConfig, TargetConfig
 from ragmeter.models import Case
-from ragmeter.runner.engine import evaluate
+from ragmeter.runner.run import evaluate
 from ragmeter.targets.http import apply_mapping, render_template
 
 Reply = tuple[int, dict[str, str], bytes]

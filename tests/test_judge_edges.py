@@ -19,6 +19,7 @@ import pytest
 from ragmeter import judges
 from ragmeter.errors import JudgeConfigError
 from ragmeter.judges import build_judge
+from ragmeter.judges import preflight as judge_checks
 from ragmeter.judges.base import JudgeError
 from ragmeter.judges.cache import JudgeStore
 from ragmeter.judges.local import LocalLlamaJudge
@@ -505,14 +506,14 @@ def test_preflight_http_server_refusing_or_hung_is_not_reachable(
     hung = HungServer()
     servers.append(hung)
     # a shorter judge timeout bounds the probe (here the probe's own limit would be 300 s)
-    assert judges.PROBE_TIMEOUT_S == 5.0
-    monkeypatch.setattr(judges, "PROBE_TIMEOUT_S", 300.0)
+    assert judge_checks.PROBE_TIMEOUT_S == 5.0
+    monkeypatch.setattr(judge_checks, "PROBE_TIMEOUT_S", 300.0)
     started = time.perf_counter()
     with pytest.raises(JudgeConfigError, match=r"is not reachable: .*no answer within 0\.5s"):
         preflight(f"{hung.url}/v1#m", timeout_s=0.5)
     assert time.perf_counter() - started < 30.0  # a hang guard: 0.5 s, not 300 s
     # a long judge timeout still probes for a few seconds at most (5 s; 1 s here)
-    monkeypatch.setattr(judges, "PROBE_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(judge_checks, "PROBE_TIMEOUT_S", 1.0)
     started = time.perf_counter()
     with pytest.raises(JudgeConfigError, match="no answer within 1s"):
         preflight(f"{hung.url}/v1#m", timeout_s=600.0)

@@ -741,7 +741,7 @@ def test_rescore_judges_stored_responses_without_the_system(serve: Any, tmp_path
     import sys
 
     from ragmeter.config import EvalConfig, TargetConfig
-    from ragmeter.runner.engine import evaluate
+    from ragmeter.runner.run import evaluate
 
     store = str(tmp_path / "r.db")
     first = evaluate(
@@ -877,7 +877,7 @@ def test_cohen_kappa_and_disagreement_by_hand() -> None:
 
 def test_eval_spot_check_with_a_second_judge(serve: Any, tmp_path: Path) -> None:
     from ragmeter.config import EvalConfig
-    from ragmeter.runner.engine import evaluate
+    from ragmeter.runner.run import evaluate
 
     def contrary_judge(body: dict[str, Any]) -> Reply:
         reply = smart_judge(body)

@@ -22,8 +22,8 @@ from ragmeter.metrics.operational import coverage_by_doc_type, doc_type
 from ragmeter.models import Case, CaseResult, Response
 from ragmeter.reports.console import print_run
 from ragmeter.reports.operational import index_stats_line
-from ragmeter.runner.engine import evaluate
 from ragmeter.runner.rescore import rescore
+from ragmeter.runner.run import evaluate
 from ragmeter.store.migrations import MIGRATIONS
 from ragmeter.store.sqlite import RunStore
 from ragmeter.targets.index_stats import failed, fetch_index_stats, not_reported, reported

@@ -13,7 +13,7 @@ from ragmeter.config import EvalConfig, TargetConfig
 from ragmeter.metrics import MetricSettings, resolve_metrics
 from ragmeter.models import Case, CaseResult, Response, Score
 from ragmeter.reports.perspectives import failure_notes
-from ragmeter.runner.engine import evaluate
+from ragmeter.runner.run import evaluate
 from ragmeter.runner.scoring import score_results
 from ragmeter.targets.python import PythonTarget
 

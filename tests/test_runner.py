@@ -5,7 +5,8 @@ from pathlib import Path
 
 from ragmeter.config import EvalConfig, TargetConfig
 from ragmeter.models import Case, Response
-from ragmeter.runner.engine import evaluate, sample_cases
+from ragmeter.runner.engine import sample_cases
+from ragmeter.runner.run import evaluate
 from ragmeter.targets.python import PythonTarget
 
 CASES = [Case(case_id=f"c{i:02d}", question=f"question {i}") for i in range(30)]

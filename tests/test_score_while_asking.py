@@ -23,8 +23,8 @@ import pytest
 
 from ragmeter.runfile import RunFileWriter
 from ragmeter.runner import pipeline
-from ragmeter.runner.engine import evaluate
 from ragmeter.runner.records import new_run_record
+from ragmeter.runner.run import evaluate
 from ragmeter.store import streams
 from ragmeter.store.errors import RunNotFoundError
 from ragmeter.store.sqlite import RunStore

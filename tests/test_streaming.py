@@ -21,7 +21,7 @@ from ragmeter.datasets.stream import iter_dataset_batches
 from ragmeter.demo import DEMO_DATASET
 from ragmeter.metrics.base import Metric
 from ragmeter.models import Case, Score
-from ragmeter.runner.engine import evaluate
+from ragmeter.runner.run import evaluate
 from ragmeter.scoring import columns as columns_module
 from ragmeter.scoring.aggregate import aggregate_with_breakdowns
 from ragmeter.store import streams

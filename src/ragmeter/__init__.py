@@ -38,8 +38,8 @@ _LAZY = {
     "EvalConfig": "ragmeter.config",
     "load_config": "ragmeter.config",
     "load_dataset": "ragmeter.datasets",
-    "evaluate": "ragmeter.runner.engine",
-    "evaluate_async": "ragmeter.runner.engine",
+    "evaluate": "ragmeter.runner.run",
+    "evaluate_async": "ragmeter.runner.run",
     "RunStore": "ragmeter.store.sqlite",
     "RunFile": "ragmeter.runfile",
     "Run": "ragmeter.results",
@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from ragmeter.models import Case, Response, Score
     from ragmeter.results import Run
     from ragmeter.runfile import RunFile
-    from ragmeter.runner.engine import evaluate, evaluate_async
+    from ragmeter.runner.run import evaluate, evaluate_async
     from ragmeter.store.sqlite import RunStore
 
 

@@ -62,7 +62,7 @@ def run_evaluation(
     """Run an evaluation end to end and return the finished run (seed 002's entry point; the
     arguments are :func:`ragmeter.evaluate`'s). The run is stored and its run file written as
     with ``ragmeter eval``; ``run.to_pandas()`` gives its scores as a DataFrame."""
-    from ragmeter.runner.engine import evaluate
+    from ragmeter.runner.run import evaluate
 
     outcome = evaluate(config, cases=cases, target=target, resume=resume, on_progress=on_progress)
     return Run.from_outcome(outcome)

@@ -12,7 +12,8 @@ What each kind's object is called with:
 - ``metrics``: ``family(settings: MetricSettings) -> list[Metric]``;
 - ``targets``: a class built as ``cls(config: TargetConfig, concurrency=N)``;
 - ``judges``: ``provider(model, *, api_key_env, timeout_s, max_retries) -> Judge`` (the spec
-  ``NAME:MODEL``; see :mod:`ragmeter.judges.providers`);
+  ``NAME:MODEL``), best a ``JudgeProviderSpec`` that also declares its pre-flight check (see
+  :mod:`ragmeter.judges.providers`);
 - ``embedders``: ``factory(argument: str) -> Embedder`` (the spec ``NAME`` or ``NAME:ARG``);
 - ``loaders``: ``loader(argument) -> list[Case]`` (the dataset ``NAME:ARG``; the built-in file
   loaders are given a ``Path``).
@@ -85,11 +86,11 @@ _BUILTINS: dict[Kind, dict[str, str | tuple[str, str]]] = {
         "reference": "ragmeter.targets.reference.target:ReferenceTarget",
     },
     "judges": {
-        "openai": "ragmeter.judges.providers:openai_judge",
-        "anthropic": "ragmeter.judges.providers:anthropic_judge",
-        "http": "ragmeter.judges.providers:http_judge",
+        "openai": "ragmeter.judges.providers:OPENAI",
+        "anthropic": "ragmeter.judges.providers:ANTHROPIC",
+        "http": "ragmeter.judges.providers:HTTP",
         "local": (
-            "ragmeter.judges.providers:local_judge",
+            "ragmeter.judges.providers:LOCAL",
             "pip install 'ragmeter[judge-local]' (python scripts/setup_llama.py builds it)",
         ),
     },

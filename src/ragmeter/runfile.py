@@ -72,6 +72,15 @@ def case_document(case: CaseOutcome) -> dict[str, Any]:
     }
 
 
+def run_file_path(folder: Path | str, run_id: str, created_at: str, output: str | None) -> Path:
+    """The one rule naming a run file: ``{output}.json`` when the run names its files
+    (``--output``), else ``{id}_{timestamp}.json``, in ``folder``."""
+    if output is not None:
+        return Path(folder) / f"{output}.json"
+    stamp = created_at.replace(":", "").replace("-", "").split("+")[0]
+    return Path(folder) / f"{run_id}_{stamp}.json"
+
+
 class RunFile(RunRecord):
     """A run as written to its JSON file: the run record (the header) and its cases (None when
     read with ``header_only``)."""
@@ -132,12 +141,14 @@ class RunFile(RunRecord):
         document["cases"] = [case_document(case) for case in self.cases or []]
         return document
 
-    def write(self, folder: Path | str) -> Path:
-        """Write ``{id}_{timestamp}.json`` into ``folder`` (created if missing)."""
-        folder = Path(folder)
-        folder.mkdir(parents=True, exist_ok=True)
-        stamp = self.created_at.replace(":", "").replace("-", "").split("+")[0]
-        path = folder / f"{self.id}_{stamp}.json"
+    def write(self, folder: Path | str, output: str | None = None) -> Path:
+        """Write the run file into ``folder`` (created if missing), named by
+        :func:`run_file_path`."""
+        return self.write_to(run_file_path(folder, self.id, self.created_at, output))
+
+    def write_to(self, path: Path) -> Path:
+        """Write the run file at ``path`` (its folder created if missing)."""
+        path.parent.mkdir(parents=True, exist_ok=True)
         # compact: the C encoder is ~10x faster than the indenting one on large runs
         path.write_text(json.dumps(self.document()), encoding="utf-8")
         return path

@@ -19,7 +19,8 @@ import pytest
 
 from ragmeter.config import EvalConfig, TargetConfig
 from ragmeter.models import Case, CaseResult
-from ragmeter.runner.engine import RunOutcome, evaluate
+from ragmeter.runner.engine import RunOutcome
+from ragmeter.runner.run import evaluate
 from ragmeter.targets.python import PythonTarget
 
 HERE = Path(__file__).resolve().parent

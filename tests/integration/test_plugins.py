@@ -1,5 +1,5 @@
-"""A third-party package adds a metric family, a judge provider and a dataset loader through
-entry points; `ragmeter plugins` lists them and `ragmeter eval` uses all three.
+"""A third-party package adds a metric family, a judge provider, a dataset loader and a target
+kind through entry points; `ragmeter plugins` lists them and `ragmeter eval` uses them all.
 
 The package is installed the way an installer leaves it: its module and a ``.dist-info``
 folder with ``entry_points.txt`` in a site directory on the path of the ragmeter process."""
@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 PLUGIN = '''
-"""ragmeter-tiny-plugin: one metric family, one judge provider, one dataset loader."""
+"""ragmeter-tiny-plugin: one metric family, one judge provider, one dataset loader, one
+target kind."""
 
 from __future__ import annotations
 
@@ -24,9 +25,12 @@ import json
 import time
 from typing import Any
 
+from ragmeter.errors import JudgeConfigError
 from ragmeter.judges.base import JudgeReply
+from ragmeter.judges.providers import JudgeProviderSpec
 from ragmeter.metrics.base import Metric, MetricSettings
 from ragmeter.models import Case, Response
+from ragmeter.config import TargetConfig
 
 CALLS_FILE = __file__ + ".calls"
 
@@ -67,6 +71,15 @@ def steady_judge(model: str, *, api_key_env: Any, timeout_s: float, max_retries:
     return SteadyJudge(model)
 
 
+def steady_check(model: str, *, shown: str, api_key_env: Any, timeout_s: float) -> dict[str, Any]:
+    if model == "broken":
+        raise JudgeConfigError(f"--judge {shown}: the steady judge has no model 'broken'")
+    return {"kind": "steady", "model": model, "contacted": False, "checked_by": "tiny plugin"}
+
+
+steady = JudgeProviderSpec(steady_judge, steady_check)
+
+
 def tiny_cases(argument: str) -> list[Case]:
     questions = {
         "vacation": "How many days of paid vacation does a full-time employee get?",
@@ -76,6 +89,24 @@ def tiny_cases(argument: str) -> list[Case]:
         Case(case_id=f"tiny-{key}-{argument}", question=question, reference_answer="27 days")
         for key, question in questions.items()
     ]
+
+
+class EchoTarget:
+    """Answers every question with the argument of its spec (``--target echo:TEXT``)."""
+
+    name = "echo"
+
+    def __init__(self, config: TargetConfig, concurrency: int = 1) -> None:
+        self.text = config.options.get("spec", "")
+
+    async def preflight(self) -> dict[str, Any]:
+        return {"echo": self.text}
+
+    async def query(self, case: Case) -> Response:
+        return Response(answer=self.text)
+
+    async def aclose(self) -> None:
+        pass
 '''
 
 ENTRY_POINTS = """
@@ -83,10 +114,13 @@ ENTRY_POINTS = """
 answer_length = tiny_plugin:answer_length
 
 [ragmeter.judges]
-steady = tiny_plugin:steady_judge
+steady = tiny_plugin:steady
 
 [ragmeter.loaders]
 tiny = tiny_plugin:tiny_cases
+
+[ragmeter.targets]
+echo = tiny_plugin:EchoTarget
 """
 
 
@@ -121,7 +155,7 @@ def ragmeter(site: Path, tmp_path: Path, *args: str) -> subprocess.CompletedProc
 def test_plugins_are_listed_and_used_by_eval(site: Path, tmp_path: Path) -> None:
     listed = ragmeter(site, tmp_path, "plugins")
     assert listed.returncode == 0, listed.stderr
-    for name in ("answer_length", "steady", "tiny"):
+    for name in ("answer_length", "steady", "tiny", "echo"):
         assert name in listed.stdout, listed.stdout
     assert "ragmeter-tiny-plugin" in listed.stdout  # where each came from
 
@@ -141,8 +175,41 @@ def test_plugins_are_listed_and_used_by_eval(site: Path, tmp_path: Path) -> None
     summary = {m["name"]: m for m in run_file["scorecard"]["metrics"]}
     assert summary["answer_chars"]["kind"] == "count"
     assert run_file["config"]["judge"] == "steady:m1"
+    # the provider's own pre-flight check ran and its snapshot is the run's
+    assert run_file["config"]["judge_info"]["judge"]["checked_by"] == "tiny plugin"
     calls = (site / "tiny_plugin.py.calls").read_text().splitlines()
     assert len(calls) >= 2  # at least the correctness verdict of each case
+
+
+def test_a_plugin_judges_own_check_refuses_before_any_question(site: Path, tmp_path: Path) -> None:
+    run = ragmeter(
+        site, tmp_path, "eval", "--no-progress", "--dataset", "tiny:v1", "--target", "reference",
+        "--judge", "steady:broken",
+        "--metrics", "lexical",
+    )  # fmt: skip
+    assert run.returncode == 2
+    assert "--judge steady:broken: the steady judge has no model 'broken'" in run.stderr
+    assert not (site / "tiny_plugin.py.calls").exists()  # nothing was judged
+    assert not (tmp_path / ".ragmeter").exists()  # no run file, no run folder
+
+
+def test_a_plugin_target_kind_is_reached_from_target(site: Path, tmp_path: Path) -> None:
+    """``--target KIND:ARGUMENT`` names a target kind a package registered; the argument
+    reaches the target as ``options["spec"]``."""
+    run = ragmeter(
+        site, tmp_path, "eval", "--no-progress", "--dataset", "tiny:v1", "--target", "echo:27 days",
+        "--metrics", "lexical", "--output-dir", str(tmp_path / "out"),
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr + run.stdout
+    run_file = json.loads(next((tmp_path / "out").glob("*.json")).read_text())
+    assert run_file["config"]["target"]["kind"] == "echo"
+    assert run_file["config"]["target"]["options"] == {"spec": "27 days"}
+    assert run_file["config"]["target_info"] == {"echo": "27 days"}
+    # the reference answer is "27 days": the echoed answer matches it exactly
+    assert [case["scores"]["exact_match"] for case in run_file["cases"]] == [1.0, 1.0]
+    unknown = ragmeter(site, tmp_path, "eval", "--target", "ecko:x", "--no-progress")
+    assert unknown.returncode == 2
+    assert "did you mean the target kind 'echo' (--target echo:...)?" in unknown.stderr
 
 
 def test_a_plugin_that_cannot_be_imported_is_named_with_what_to_install() -> None:

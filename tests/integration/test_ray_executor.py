@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from ragmeter.config import EvalConfig, TargetConfig
-from ragmeter.runner.engine import RunInterruptedError, RunOutcome, evaluate, evaluate_async
+from ragmeter.runner.engine import RunInterruptedError, RunOutcome
+from ragmeter.runner.run import evaluate, evaluate_async
 
 # included in the default run (about a minute on two cores); marked like the other tests that
 # start processes

@@ -14,7 +14,7 @@ from ragmeter.config import EvalConfig, TargetConfig
 from ragmeter.datasets import load_dataset
 from ragmeter.demo import DEMO_CORPUS
 from ragmeter.models import Response
-from ragmeter.runner.engine import evaluate
+from ragmeter.runner.run import evaluate
 from ragmeter.targets.reference.pipeline import ReferencePipeline
 
 pytestmark = pytest.mark.integration

@@ -10,7 +10,7 @@ import pytest
 from ragmeter.config import EvalConfig, TargetConfig
 from ragmeter.datasets import load_dataset
 from ragmeter.datasets.squad import import_squad
-from ragmeter.runner.engine import evaluate
+from ragmeter.runner.run import evaluate
 from tests.conftest import DATASETS
 
 pytestmark = pytest.mark.integration

@@ -125,7 +125,7 @@ def test_trec_command_matches_trec_eval_on_cranfield(tmp_path: Path) -> None:
 
 def test_exported_run_reproduces_the_retrieval_scores(tmp_path: Path) -> None:
     from ragmeter.config import EvalConfig
-    from ragmeter.runner.engine import evaluate
+    from ragmeter.runner.run import evaluate
 
     outcome = evaluate(
         EvalConfig(

@@ -1,9 +1,9 @@
 """The ``ragmeter`` group and its one error path.
 
-Every error a user can act on reaches :class:`RagmeterGroup` (or :func:`fail`) and prints as one
-line, ``error: what is wrong and where``, with its exit code; never a traceback. The command
-modules (``ragmeter.cli.eval``, ``runs``, ...) add their commands to :data:`main`;
-``ragmeter.cli.main`` imports them all.
+Every error a user can act on reaches ``cli.group.RagmeterGroup`` (or :func:`fail`) and prints
+as one line, ``error: what is wrong and where``, with its exit code; never a traceback. The
+command modules (``ragmeter.cli.eval``, ``runs``, ...) add their commands to ``main``, each
+imported when its command runs (``cli.group.COMMANDS``).
 """
 
 from __future__ import annotations
@@ -13,16 +13,14 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, NoReturn, TypeVar, cast
 
-import click
 from rich.text import Text
 
-from ragmeter import __version__
-from ragmeter.errors import EXIT_BAD_INPUT, InputError, RagmeterError
+from ragmeter.cli.group import main as main  # the command modules add their commands to it
+from ragmeter.errors import EXIT_BAD_INPUT, InputError
 from ragmeter.models import RunRecord
 from ragmeter.redaction import redact_text
 from ragmeter.reports.terminal import inert, make_console
 from ragmeter.store.sqlite import RunNotFoundError, RunStore
-from ragmeter.targets import TargetError
 
 console = make_console()
 errors = make_console(stderr=True)
@@ -50,18 +48,6 @@ def fail(message: object, code: int = EXIT_BAD_INPUT, label: str = "error") -> N
     sys.exit(code)
 
 
-class RagmeterGroup(click.Group):
-    """Maps the project's errors to their exit code and a plain message."""
-
-    def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except TargetError as exc:
-            fail(f"target not ready ({exc.error_type}): {exc.message}", exc.exit_code)
-        except RagmeterError as exc:
-            fail(exc, exc.exit_code)
-
-
 @contextmanager
 def error_context(prefix: str = "", suffix: str = "") -> Iterator[None]:
     """Say where a bad-input error came from (``--target: ...``, ``... (STORE)``)."""
@@ -79,9 +65,3 @@ def open_run(store: str, run_id: str) -> tuple[RunStore, RunRecord]:
     except RunNotFoundError as exc:
         run_store.close()
         fail(f"{exc} ({store})")
-
-
-@click.group(cls=RagmeterGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="ragmeter")
-def main() -> None:
-    """Evaluate retrieval-augmented generation systems."""

@@ -3,20 +3,12 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Any
 
 import click
 from rich.text import Text
 
-from ragmeter.cli.app import console, errors, fail, main
-from ragmeter.cli.baseline import (
-    check_baseline_is_stored,
-    check_non_inferior_has_baseline,
-    compare_with_baseline,
-    judge_non_inferior,
-    keep_judged_targets,
-)
+from ragmeter.cli.app import console, fail, main
 from ragmeter.cli.compat_options import seed002_options
 from ragmeter.cli.executor_options import executor_options
 from ragmeter.cli.noise_options import noise_options
@@ -26,10 +18,12 @@ from ragmeter.cli.overrides import (
     refuse_conflicting_options,
     refuse_ignored_by_resume,
 )
-from ragmeter.cli.perspective import seed003_options, write_outputs
+from ragmeter.cli.perspective import seed003_options
 from ragmeter.cli.running import (
     exit_if_every_case_failed,
     print_dataset_readings,
+    print_files,
+    print_outcome,
     run_with_progress,
 )
 from ragmeter.cli.target_options import target_options
@@ -54,7 +48,8 @@ from ragmeter.reports.terminal import inert
     "-t",
     "target_spec",
     callback=target_spec,
-    help="'reference', http(s)://HOST:PORT, 'replay:FILE.jsonl' or 'module:function'.",
+    help="'reference', http(s)://HOST:PORT, 'replay:FILE.jsonl', 'module:function' or a "
+    "registered target kind (NAME[:ARGUMENT]).",
 )
 @click.option(
     "--corpus", type=click.Path(file_okay=False), help="Corpus folder for the reference target."
@@ -176,31 +171,12 @@ def eval_command(ctx: click.Context, /, **params: Any) -> None:
     if config.dry_run:
         _judge_estimate(config)
         return
-    gate, baseline = config.gate, config.baseline
-    if gate and config.targets is not None and not config.targets:
-        fail("--gate with an empty targets table checks nothing; name at least one target")
-    if baseline and not Path(baseline).is_file():
-        check_baseline_is_stored(config.store, baseline)  # before any question is asked
-    check_non_inferior_has_baseline(config)
     if not config.resume:
         print_dataset_readings(config)
-    outcome = run_with_progress(config, config.resume, config.verbose)
-    write_outputs(outcome, config.save_trace)  # before the comparison, which may refuse
-    failed, comparison = False, None
-    if baseline:
-        comparison, failed = compare_with_baseline(config, outcome.record.id)
-    record = judge_non_inferior(outcome.record, config, comparison)
-    if record is not outcome.record:
-        keep_judged_targets(outcome, record, config.store)
-    if gate:
-        from ragmeter.reports.run_notes import gate_report
-
-        gate_failed, lines = gate_report(record)
-        for line in lines:
-            errors.print(line)
-        failed = gate_failed or failed
+    outcome = run_with_progress(config)
+    print_outcome(outcome, config)
     exit_if_every_case_failed(outcome.record)  # exit 3, before a gate's 4: nothing measured
-    if failed:
+    if outcome.verdict is not None and outcome.verdict.failed:
         sys.exit(EXIT_GATE)
 
 
@@ -245,4 +221,4 @@ def rescore_command(
     print_run(outcome.record, console)
     message = f"rescored {inert(run_id, markup=False)} as {outcome.record.id} · run file "
     console.print(Text(message + str(outcome.run_file)))
-    write_outputs(outcome, None)  # the Markdown report beside the new run file
+    print_files(outcome, traced=False)

@@ -1,24 +1,7 @@
-"""The ``ragmeter`` console script: the group with every command module's commands added."""
+"""The ``ragmeter`` console script's group: its commands are declared in ``cli.group`` and
+imported when they run."""
 
-from ragmeter.cli import (  # noqa: F401
-    compare,
-    configure,
-    datasets,
-    eval,
-    generate,
-    index,
-    plan,
-    plugins,
-    report,
-    runs,
-    serve,
-    server,
-    trec,
-    validity,
-)
-from ragmeter.cli.app import main
-
-main.add_command(trec.trec_command)  # trec.py imports no other CLI module (cli/launch.py)
+from ragmeter.cli.group import main
 
 __all__ = ["main"]
 

@@ -6,14 +6,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import click
-from rich.text import Text
 
-from ragmeter.cli.app import console, option_group
+from ragmeter.cli.app import option_group
 from ragmeter.cli.options import comma_list
 from ragmeter.metrics.base import PERSPECTIVES
 
 if TYPE_CHECKING:
-    from ragmeter.runner.engine import RunOutcome
+    pass
 
 DEFAULT_TRACE_DIR = "traces"
 
@@ -56,20 +55,3 @@ seed003_options = option_group(
         "and time).",
     ),
 )
-
-
-def write_outputs(outcome: RunOutcome, save_trace: str | None) -> None:
-    """Write the Markdown report beside the run file, and the traces when asked."""
-    from ragmeter.reports.markdown import write_markdown
-    from ragmeter.reports.traces import write_trace_batches
-
-    if outcome.run_file is not None:
-        path = write_markdown(outcome.record, outcome.run_file)
-        console.print(Text(f"report {path}"), highlight=False)
-    if save_trace is not None:
-        written, failed = write_trace_batches(save_trace, outcome.record, outcome.batches())
-        files = ", ".join(f"{path} ({count})" for path, count in written.items())
-        line = (
-            f"traces: {failed} failed case(s) in {files}" if written else "traces: no case failed"
-        )
-        console.print(Text(line), highlight=False)

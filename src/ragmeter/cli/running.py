@@ -16,6 +16,7 @@ from ragmeter.config import EvalConfig
 from ragmeter.errors import EXIT_INTERRUPTED, EXIT_TARGET_DOWN, EXIT_TERMINATED
 from ragmeter.models import RunRecord
 from ragmeter.reports.console import print_run
+from ragmeter.reports.terminal import inert
 from ragmeter.store.sqlite import RunStore
 
 if TYPE_CHECKING:
@@ -38,11 +39,11 @@ def print_dataset_readings(config: EvalConfig) -> None:
             )
 
 
-def run_with_progress(config: EvalConfig, resume: str | None, verbose: bool = True) -> RunOutcome:
-    """Ask, score and store one run (or finish ``resume``), print its scorecard (all of it
-    when ``verbose``, else the compact view)."""
-    from ragmeter.reports.perspectives import print_compact
-    from ragmeter.runner.engine import RunInterruptedError, run_evaluation_async
+def run_with_progress(config: EvalConfig) -> RunOutcome:
+    """Run the evaluation (or finish ``config.resume``) with a progress bar; the finished run,
+    whether or not it passed its gate."""
+    from ragmeter.runner.engine import RunInterruptedError
+    from ragmeter.runner.run import GateFailedError, evaluate_async
 
     progress = Progress(
         TextColumn("[bold]{task.description}"),
@@ -69,25 +70,55 @@ def run_with_progress(config: EvalConfig, resume: str | None, verbose: bool = Tr
 
     async def drive() -> RunOutcome:
         _stop_on_signals(asyncio.get_running_loop(), received, started, config.store)
-        return await run_evaluation_async(
-            config,
-            resume=resume,
-            on_start=on_start,
-            on_progress=on_progress,
-            on_stored=on_stored,
+        return await evaluate_async(
+            config, on_start=on_start, on_progress=on_progress, on_stored=on_stored
         )
 
     try:
         with progress:
-            outcome = asyncio.run(drive())
+            return asyncio.run(drive())
+    except GateFailedError as exc:
+        return exc.outcome
     except RunInterruptedError as exc:
         progress.stop()
         signum = received[0] if received else signal.SIGINT
         errors.print(Text(str(exc), style="yellow"), highlight=False, soft_wrap=True)
         _exit_now(EXIT_TERMINATED if signum == signal.SIGTERM else EXIT_INTERRUPTED)
-    (print_run if verbose else print_compact)(outcome.record, console)
+
+
+def print_outcome(outcome: RunOutcome, config: EvalConfig) -> None:
+    """The finished run as the command line shows it: the scorecard (all of it when
+    ``verbose``, else the compact view), where it is stored, its report and traces, the
+    comparison with the baseline and the verdicts; the reasons it failed on stderr."""
+    from ragmeter.reports.compare_console import comparison_table
+    from ragmeter.reports.perspectives import print_compact
+    from ragmeter.scoring.targets import target_condition
+
+    (print_run if config.verbose else print_compact)(outcome.record, console)
     console.print(Text(f"stored in {config.store} · run file {outcome.run_file}"), highlight=False)
-    return outcome
+    print_files(outcome, config.save_trace is not None)
+    if outcome.comparison is not None:
+        console.print(comparison_table(outcome.comparison))
+    for result in outcome.record.targets:
+        if result.rule == "non_inferior" and outcome.comparison is not None:
+            line = f"{result.metric} {target_condition(result)}: {result.status} ({result.reason})"
+            console.print(Text(f"target {inert(line, markup=False)}"))
+    for reason in outcome.verdict.reasons if outcome.verdict is not None else []:
+        errors.print(Text(reason, style="red"), highlight=False, soft_wrap=True)
+
+
+def print_files(outcome: RunOutcome, traced: bool) -> None:
+    """The Markdown report's path and, when traces were asked for, where they went."""
+    if outcome.report_file is not None:
+        console.print(Text(f"report {outcome.report_file}"), highlight=False)
+    if traced:
+        files = ", ".join(f"{path} ({count})" for path, count in outcome.trace_files.items())
+        line = (
+            f"traces: {outcome.traced_cases} failed case(s) in {files}"
+            if outcome.trace_files
+            else "traces: no case failed"
+        )
+        console.print(Text(line), highlight=False)
 
 
 def _stop_on_signals(

@@ -21,14 +21,9 @@ do.
 
 from __future__ import annotations
 
-import asyncio
-import importlib.util
-import os
+import inspect
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
-
-import httpx
 
 from ragmeter.config import DEFAULT_STORE
 from ragmeter.errors import JudgeConfigError
@@ -41,8 +36,8 @@ from ragmeter.judges.base import (
     split_credentials,
 )
 from ragmeter.judges.cost import Price
-from ragmeter.judges.providers import HTTP_KEY_ENV, JudgeProvider
-from ragmeter.redaction import redact, redact_text, redact_url, remember_secret
+from ragmeter.judges.providers import JudgeProvider
+from ragmeter.redaction import redact, redact_url
 from ragmeter.registry import registry
 
 __all__ = [
@@ -59,7 +54,6 @@ __all__ = [
 SPEC_FORMS = "openai:MODEL, anthropic:MODEL, http://HOST:PORT/v1#MODEL or local:PATH.gguf"
 DEFAULT_CONTEXT_CHARS = 2000  # of each chunk shown to a judge
 LOCAL_CONTEXT_CHARS = 24000  # ... to a local: judge, which fits its prompts to its context
-PROBE_TIMEOUT_S = 5.0  # the pre-flight probe of a judge server waits at most this long
 
 
 @dataclass(frozen=True)
@@ -166,14 +160,14 @@ def build_judge(
 async def preflight_judge(
     spec: str, *, api_key_env: str | None = None, timeout_s: float = DEFAULT_TIMEOUT_S
 ) -> dict[str, Any]:
-    """Check ``spec`` before the first question; return a small redacted snapshot of the judge
-    (kind, model, base URL without credentials, key variable, what authorization is sent).
+    """Check ``spec`` before the first question with its provider's own check
+    (``JudgeProviderSpec.check``; ``judges.preflight`` holds the built-in ones); return a small
+    redacted snapshot of the judge (kind, model, base URL without credentials, key variable,
+    what authorization is sent).
 
-    Raises :class:`JudgeConfigError` saying what to do when the spec has no known form, the
-    API key's variable is not set, a local model file does not exist (or llama-cpp-python is
-    missing), or an http:// judge server does not answer ``GET {base}/models`` within
-    ``min(timeout_s, 5)`` seconds (any HTTP status but 401/403 means it is up). Cloud judges
-    (openai:, anthropic:) are not contacted: their key is checked, nothing is sent."""
+    Raises :class:`JudgeConfigError` saying what to do when the spec has no known form, or its
+    provider's check fails (a key's variable not set, a model file missing, a server not
+    answering). A provider without a check is only looked up."""
     try:
         build_judge_check(spec)  # also remembers URL credentials before the spec is shown
     except JudgeConfigError:
@@ -182,117 +176,15 @@ async def preflight_judge(
     if not timeout_s > 0:
         raise JudgeConfigError(f"judge timeout_s must be a positive number of seconds: {timeout_s}")
     if spec.startswith(("http://", "https://")):
-        snapshot = await _preflight_http(spec, shown, api_key_env, timeout_s)
+        provider, model = "http", spec
     else:
-        prefix, _, rest = spec.partition(":")
-        if prefix == "local":
-            snapshot = _preflight_local(rest, shown)
-        elif prefix in ("openai", "anthropic"):
-            snapshot = _preflight_cloud(prefix, rest, shown, api_key_env)
-        else:  # a plugin's provider: its factory is found, nothing is contacted
-            registry.get("judges", prefix)
-            snapshot = {"kind": prefix, "model": rest, "judge_model": shown, "contacted": False}
+        provider, _, model = spec.partition(":")
+    factory = registry.get("judges", provider)
+    check = getattr(factory, "check", None)  # a provider's own pre-flight (JudgeProviderSpec)
+    if check is None:  # found, nothing is contacted
+        snapshot = {"kind": provider, "model": model, "judge_model": shown, "contacted": False}
+    else:
+        found = check(model, shown=shown, api_key_env=api_key_env, timeout_s=timeout_s)
+        snapshot = dict(await found if inspect.isawaitable(found) else found)
     snapshot["timeout_s"] = timeout_s
     return dict(redact(snapshot))
-
-
-def _key_from(variable: str, shown: str, why: str = "") -> str:
-    key = os.environ.get(variable, "")
-    if not key:
-        raise JudgeConfigError(f"--judge {shown} needs {variable} in the environment{why}")
-    remember_secret(key)
-    return key
-
-
-def _preflight_cloud(
-    prefix: str, model: str, shown: str, api_key_env: str | None
-) -> dict[str, Any]:
-    if prefix == "openai":
-        variable = api_key_env or "OPENAI_API_KEY"
-        base = os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
-    else:
-        variable = api_key_env or "ANTHROPIC_API_KEY"
-        base = os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com"
-    _key_from(variable, shown)
-    clean, _ = split_credentials(base)
-    return {
-        "kind": prefix,
-        "model": model,
-        "judge_model": f"{prefix}:{model}",
-        "base_url": redact_url(clean.rstrip("/")),
-        "api_key_env": variable,
-        "sends_key": "bearer" if prefix == "openai" else "x-api-key",
-        "contacted": False,
-    }
-
-
-def _preflight_local(path_text: str, shown: str) -> dict[str, Any]:
-    from ragmeter.judges.local import INSTALL_HINT
-
-    path = Path(path_text).expanduser()
-    if not path.is_file():
-        raise JudgeConfigError(
-            f"--judge {shown}: the model file {path} does not exist; give the path of a .gguf "
-            "file (python scripts/setup_llama.py fetches a small test model and prints its path)"
-        )
-    if importlib.util.find_spec("llama_cpp") is None:
-        raise JudgeConfigError(f"--judge {shown}: {INSTALL_HINT}")
-    return {"kind": "local", "model": path.name, "path": str(path), "contacted": False}
-
-
-async def _preflight_http(
-    spec: str, shown: str, api_key_env: str | None, timeout_s: float
-) -> dict[str, Any]:
-    url, model = spec.rsplit("#", 1)
-    clean, basic = split_credentials(url)
-    base = clean.rstrip("/")
-    headers: dict[str, str] = {}
-    sends: str | None = None
-    if api_key_env:
-        key = _key_from(api_key_env, shown, " (named by --judge-api-key-env / judge_api_key_env)")
-    else:
-        key = os.environ.get(HTTP_KEY_ENV, "")
-        remember_secret(key)
-    if key:
-        headers["Authorization"], sends = f"Bearer {key}", "bearer"
-    elif basic:
-        headers["Authorization"], sends = basic, "basic (credentials from the URL)"
-    wait_s = min(timeout_s, PROBE_TIMEOUT_S)
-    shown_base = redact_url(base)
-    try:
-        # the deadline is the request's alone: building the client (its TLS context) can take
-        # seconds on a busy machine
-        async with httpx.AsyncClient(timeout=wait_s) as client:
-            async with asyncio.timeout(wait_s + 1.0):
-                reply = await client.get(f"{base}/models", headers=headers)
-    except (TimeoutError, httpx.HTTPError) as exc:
-        cause = f"{type(exc).__name__} {exc}".strip()
-        if isinstance(exc, TimeoutError | httpx.TimeoutException):
-            cause = f"{type(exc).__name__} (no answer within {wait_s:g}s)"
-        raise JudgeConfigError(
-            redact_text(
-                f"judge server {shown_base} is not reachable: {cause}; start it or check the URL"
-            )
-        ) from None
-    if reply.status_code in (401, 403):
-        fix = (
-            f"check the key in {api_key_env or HTTP_KEY_ENV}"
-            if sends == "bearer"
-            else "check the user and password in the URL"
-            if sends
-            else f"set its key in {HTTP_KEY_ENV} (or name the variable with judge_api_key_env)"
-        )
-        raise JudgeConfigError(
-            f"judge server {shown_base} refused the request (HTTP {reply.status_code} on "
-            f"GET /models): {fix}"
-        )
-    return {
-        "kind": "http",
-        "model": model,
-        "judge_model": f"{base}#{model}",
-        "base_url": shown_base,
-        "api_key_env": api_key_env or (HTTP_KEY_ENV if key else None),
-        "sends_key": sends,
-        "contacted": True,
-        "models_status": reply.status_code,
-    }

@@ -1,12 +1,16 @@
-"""The built-in judge providers, one factory per spec prefix, registered in
-:mod:`ragmeter.registry` under ``judges``. A plugin adds a provider the same way: an entry point
-in the ``ragmeter.judges`` group naming a factory with this signature; ``--judge NAME:MODEL``
+"""The built-in judge providers, one per spec prefix, registered in :mod:`ragmeter.registry`
+under ``judges``: each a :class:`JudgeProviderSpec` declaring how its judge is built and how it
+is checked before the first question. A plugin adds a provider the same way: an entry point in
+the ``ragmeter.judges`` group naming a ``JudgeProviderSpec`` (or a bare factory with the
+:class:`JudgeProvider` signature, then only looked up at pre-flight); ``--judge NAME:MODEL``
 then calls it with ``MODEL``. Each factory imports its client only when called."""
 
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from ragmeter.judges.base import Judge
@@ -18,6 +22,39 @@ class JudgeProvider(Protocol):
     def __call__(
         self, model: str, *, api_key_env: str | None, timeout_s: float, max_retries: int
     ) -> Judge: ...
+
+
+PreflightCheck = Callable[..., "dict[str, Any] | Awaitable[dict[str, Any]]"]
+
+
+@dataclass(frozen=True)
+class JudgeProviderSpec:
+    """A judge provider: ``build`` makes its judge for MODEL (the :class:`JudgeProvider`
+    signature; calling the spec calls it), ``check(model, *, shown, api_key_env, timeout_s)``
+    checks it before the first question and returns its snapshot for the run (a dict, or an
+    awaitable of one), raising ``JudgeConfigError`` saying what to fix."""
+
+    build: JudgeProvider
+    check: PreflightCheck | None = None
+
+    def __call__(
+        self, model: str, *, api_key_env: str | None, timeout_s: float, max_retries: int
+    ) -> Judge:
+        return self.build(
+            model, api_key_env=api_key_env, timeout_s=timeout_s, max_retries=max_retries
+        )
+
+
+def _check(name: str) -> PreflightCheck:
+    """``judges.preflight.{name}``, imported when the check runs."""
+
+    def check(model: str, **options: Any) -> dict[str, Any] | Awaitable[dict[str, Any]]:
+        from ragmeter.judges import preflight
+
+        found: PreflightCheck = getattr(preflight, name)
+        return found(model, **options)
+
+    return check
 
 
 def http_judge(model: str, *, api_key_env: str | None, timeout_s: float, max_retries: int) -> Judge:
@@ -95,3 +132,9 @@ def _local_setting(name: str, *, allow_auto: bool) -> int | None:
         return int(given)
     wanted = "a whole number > 0" + (' or "auto"' if allow_auto else "")
     raise JudgeError("config", f"{name}={given!r}: expected {wanted}")
+
+
+OPENAI = JudgeProviderSpec(openai_judge, _check("check_openai"))
+ANTHROPIC = JudgeProviderSpec(anthropic_judge, _check("check_anthropic"))
+HTTP = JudgeProviderSpec(http_judge, _check("check_http"))
+LOCAL = JudgeProviderSpec(local_judge, _check("check_local"))

@@ -1,26 +1,37 @@
-"""The async run engine.
+"""The run: ``run.evaluate`` / ``run.evaluate_async`` (every stage of a run, in order), the
+asking engine, scoring, pre-flight checks and verdicts.
 
 The names are imported on first use, so that a module of this package (the scoring process
 starts with ``ragmeter.runner.pipeline``) does not import the engine, the targets and HTTP."""
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ragmeter.runner.engine import (
-        RunInterruptedError,
-        RunOutcome,
-        evaluate,
-        run_evaluation_async,
-    )
+    from ragmeter.runner.engine import RunInterruptedError, RunOutcome, run_evaluation_async
+    from ragmeter.runner.run import GateFailedError, evaluate, evaluate_async
 
-__all__ = ["RunInterruptedError", "RunOutcome", "evaluate", "run_evaluation_async"]
+_HOMES = {
+    "RunInterruptedError": "ragmeter.runner.engine",
+    "RunOutcome": "ragmeter.runner.engine",
+    "run_evaluation_async": "ragmeter.runner.engine",
+    "GateFailedError": "ragmeter.runner.run",
+    "evaluate": "ragmeter.runner.run",
+    "evaluate_async": "ragmeter.runner.run",
+}
+__all__ = [
+    "GateFailedError",
+    "RunInterruptedError",
+    "RunOutcome",
+    "evaluate",
+    "evaluate_async",
+    "run_evaluation_async",
+]
 
 
 def __getattr__(name: str) -> Any:
-    if name in __all__:
-        from ragmeter.runner import engine
-
-        return getattr(engine, name)
+    if name in _HOMES:
+        return getattr(importlib.import_module(_HOMES[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

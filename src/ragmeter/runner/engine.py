@@ -9,14 +9,13 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeoutError
 from contextlib import suppress
 from itertools import chain
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from ragmeter.config import DEFAULT_STORE, EvalConfig, TargetConfig, config_from_snapshot
+from ragmeter import runfile
+from ragmeter.config import DEFAULT_STORE, EvalConfig, config_from_snapshot
 from ragmeter.errors import EXIT_INTERRUPTED, InputError, RagmeterError, StoreError
 from ragmeter.models import Case, CaseResult, RunRecord, Score
 from ragmeter.runfile import RunFileWriter
@@ -37,7 +36,6 @@ from ragmeter.runner.records import new_run_id, new_run_record, now_iso
 from ragmeter.runner.scoring import (
     ScoringStoppedError,
     _score_in_thread,
-    check_scoring_config,
     metric_settings,
     score_results,
     score_run,
@@ -53,8 +51,6 @@ __all__ = [
     "RunOutcome",
     "ScoringStoppedError",
     "ask",
-    "evaluate",
-    "evaluate_async",
     "metric_settings",
     "new_run_record",
     "now_iso",
@@ -65,6 +61,10 @@ __all__ = [
     "score_run",
 ]
 
+
+if TYPE_CHECKING:
+    from ragmeter.runner.verdicts import GateVerdict
+    from ragmeter.scoring.compare import Comparison
 
 _T = TypeVar("_T")
 
@@ -101,6 +101,13 @@ class RunOutcome:
         self.record = record
         self.run_file = run_file
         self.store = store
+        # the stages after scoring (runner.run): the baseline comparison, the verdict of the
+        # gate and baseline, the Markdown report, the traces and how many cases they hold
+        self.comparison: Comparison | None = None
+        self.verdict: GateVerdict | None = None
+        self.report_file: Path | None = None
+        self.trace_files: dict[Path, int] = {}
+        self.traced_cases = 0
         self._results, self._scores, self._cases = results, scores, cases
 
     def _open(self) -> RunStore:
@@ -159,12 +166,8 @@ class RunOutcome:
 
 
 def run_file_path(record: RunRecord, config: EvalConfig) -> Path:
-    """Where the run file goes in ``output_dir``: ``{output}.json`` when the config names the
-    run files (``--output``), else ``{id}_{timestamp}.json``."""
-    if config.output is not None:
-        return Path(config.output_dir) / f"{config.output}.json"
-    stamp = record.created_at.replace(":", "").replace("-", "").split("+")[0]
-    return Path(config.output_dir) / f"{record.id}_{stamp}.json"
+    """Where ``record``'s run file goes (``runfile.run_file_path``, the one naming rule)."""
+    return runfile.run_file_path(config.output_dir, record.id, record.created_at, config.output)
 
 
 async def store_index_stats(
@@ -199,7 +202,7 @@ async def run_evaluation_async(
     through in batches (``store.streams``), so memory does not grow with the run.
     """
     record: RunRecord | None = None
-    check_scoring_config(config)
+    preflight.check_scoring_config(config)
     preflight.check_names(config)
     if resume is None:
         config = for_perspectives(config)
@@ -404,97 +407,3 @@ async def ask_pending(
     for batch in store.pending_batches(run_id, executor.window):
         await executor.query(target, batch, store, run_id, progress)
         done += len(batch)
-
-
-async def evaluate_async(
-    config: EvalConfig | None = None,
-    *,
-    cases: list[Case] | None = None,
-    target: Target | None = None,
-    resume: str | None = None,
-    on_progress: ProgressHook | None = None,
-) -> RunOutcome:
-    """Run an evaluation end to end in the running event loop (the async entry point of the
-    public API). Several can run at once in one loop: each has its own config, store
-    connection, target and judge."""
-    return await run_evaluation_async(
-        config or EvalConfig(),
-        cases=cases,
-        target=target,
-        resume=resume,
-        on_progress=on_progress,
-    )
-
-
-class EventLoopRunningError(RagmeterError):
-    """``evaluate()`` was called where an event loop is already running, with a target object
-    that may belong to that loop."""
-
-
-def evaluate(
-    config: EvalConfig | None = None,
-    *,
-    cases: list[Case] | None = None,
-    target: Target | None = None,
-    resume: str | None = None,
-    on_progress: ProgressHook | None = None,
-) -> RunOutcome:
-    """Run an evaluation end to end (the synchronous entry point of the public API).
-
-    Inside a running event loop (a notebook, an async server) the evaluation runs on its own
-    loop in a worker thread and this call blocks until it is done (Ctrl-C stops it as usual:
-    the run is left ``interrupted``, ready for ``--resume``); ``await evaluate_async(...)`` is
-    the non-blocking form. A ``target`` object may be bound to the caller's loop (an HTTP
-    client it already used), so with one, inside a running loop, this raises
-    :class:`EventLoopRunningError`: use ``await evaluate_async(...)`` there."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(
-            evaluate_async(
-                config, cases=cases, target=target, resume=resume, on_progress=on_progress
-            )
-        )
-    if target is not None:
-        raise EventLoopRunningError(
-            "evaluate() was called inside a running event loop with a target object, which "
-            "may be bound to that loop; use `await ragmeter.evaluate_async(...)` instead"
-        )
-    return _evaluate_in_worker(config, cases, resume, on_progress)
-
-
-def _evaluate_in_worker(
-    config: EvalConfig | None,
-    cases: list[Case] | None,
-    resume: str | None,
-    on_progress: ProgressHook | None,
-) -> RunOutcome:
-    """``evaluate`` on a loop of its own in a worker thread; Ctrl-C in the caller's thread
-    cancels that loop's run, which then stops as an interrupted run does."""
-    running: dict[str, Any] = {}
-    started = threading.Event()
-
-    async def job() -> RunOutcome:
-        running["loop"], running["task"] = asyncio.get_running_loop(), asyncio.current_task()
-        started.set()
-        return await evaluate_async(config, cases=cases, resume=resume, on_progress=on_progress)
-
-    caller = asyncio.current_task()  # asyncio.run's Ctrl-C handler cancels it
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragmeter-evaluate") as pool:
-        future = pool.submit(asyncio.run, job())
-        try:
-            while True:
-                try:
-                    return future.result(timeout=0.1)
-                except FutureTimeoutError:
-                    if caller is not None and caller.cancelling():
-                        break
-        except KeyboardInterrupt:  # a notebook kernel's interrupt
-            pass
-        if started.wait(timeout=5.0):
-            running["loop"].call_soon_threadsafe(running["task"].cancel)
-        return future.result()  # raises the run's RunInterruptedError
-
-
-def target_config_from(config: EvalConfig, **changes: Any) -> TargetConfig:
-    return config.target.model_copy(update=changes)

@@ -312,3 +312,79 @@ def check_headers(config: EvalConfig) -> None:
                     f"--header {name}: the environment variable {variable} is not set; "
                     f"export it first (the header would be sent empty)"
                 )
+
+
+def check_scoring_config(config: EvalConfig) -> None:
+    """Breakdowns, targets and weights well formed, and the grounding model (``nli:PATH``)
+    loadable."""
+    from ragmeter.metrics.grounding.nli import check_grounding_model
+    from ragmeter.models import Scorecard
+    from ragmeter.scoring.breakdowns import check_field
+    from ragmeter.scoring.targets import parse_targets
+    from ragmeter.scoring.weighted import weighted_score
+
+    for name in config.breakdowns:
+        check_field(name)
+    parse_targets(config.targets)
+    weighted_score(
+        Scorecard(metrics=[], by_group={}),
+        config.weights,
+        config.objectives,
+        config.reference_cost_usd,
+        config.reference_latency_ms,
+    )
+    check_grounding_model(config.grounding_model)
+
+
+def check_verdict_options(config: EvalConfig) -> None:
+    """A gate with something to check, a baseline that exists, and a baseline for every
+    required ``non_inferior`` target."""
+    from ragmeter.scoring.targets import parse_targets
+
+    if config.gate and config.targets is not None and not config.targets:
+        raise InputError(
+            "--gate with an empty targets table checks nothing; name at least one target"
+        )
+    if config.baseline:
+        _check_baseline_is_stored(config.store, config.baseline)
+        return
+    if config.targets is None:
+        return
+    needing = [
+        t.metric
+        for t in parse_targets(config.targets)
+        if t.rule == "non_inferior" and not t.optional
+    ]
+    if needing:
+        raise InputError(
+            f"targets: non_inferior on {', '.join(needing)} needs a baseline: add --baseline "
+            "RUN_ID_OR_RUN_JSON, or mark the target optional"
+        )
+
+
+def _check_baseline_is_stored(store: str, baseline: str) -> None:
+    """A baseline run file, or a finished run in ``store``."""
+    from ragmeter.store.sqlite import RunNotFoundError, RunStore
+
+    if Path(baseline).is_file():
+        return
+    if store == ":memory:":
+        raise InputError(
+            f"--baseline {baseline}: an in-memory store holds no earlier run; give a run JSON "
+            "file or a store file"
+        )
+    try:
+        run_store = RunStore(store, create=False)
+    except InputError as exc:
+        raise InputError(f"--baseline {baseline}: {exc}") from exc
+    try:
+        record = run_store.get_run(baseline)
+    except RunNotFoundError as exc:
+        raise InputError(f"--baseline: {exc} ({store}); give a run id or a run JSON file") from exc
+    finally:
+        run_store.close()
+    if record.scorecard is None:
+        raise InputError(
+            f"--baseline {baseline}: run {record.id} has no scorecard (status "
+            f"{record.status}); finish it first (ragmeter eval --resume {record.id})"
+        )

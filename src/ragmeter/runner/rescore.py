@@ -12,6 +12,7 @@ from ragmeter.errors import InputError
 from ragmeter.runfile import RunFileWriter
 from ragmeter.runner import preflight
 from ragmeter.runner.engine import RunOutcome, new_run_record, run_file_path, score_run
+from ragmeter.runner.run import write_reports
 from ragmeter.store.sqlite import RunStore
 
 
@@ -70,7 +71,8 @@ def rescore(
         except BaseException:
             writer.close()
             raise
-        run_file = writer.finish(final)
-        return RunOutcome(final, run_file=run_file, store=store_path)
+        outcome = RunOutcome(final, run_file=writer.finish(final), store=store_path)
+        write_reports(outcome, None)
+        return outcome
     finally:
         store.close()

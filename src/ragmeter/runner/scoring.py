@@ -25,7 +25,6 @@ from ragmeter.redaction import redact_text
 from ragmeter.runner.records import now_iso
 from ragmeter.runner.selection import perspective_groups, targets_for
 from ragmeter.scoring.aggregate import aggregate_columns
-from ragmeter.scoring.breakdowns import check_field
 from ragmeter.scoring.columns import ScoreColumns
 from ragmeter.scoring.targets import check_targets, parse_targets
 from ragmeter.scoring.weighted import weighted_score
@@ -178,24 +177,6 @@ def score_results(
                 score.reason = cleaned
             append(score)
     return scores
-
-
-def check_scoring_config(config: EvalConfig) -> None:
-    """Fail before any question is asked if breakdowns, targets or weights are malformed, or
-    the grounding model (``nli:PATH``) cannot be loaded."""
-    for field in config.breakdowns:
-        check_field(field)
-    parse_targets(config.targets)
-    weighted_score(
-        Scorecard(metrics=[], by_group={}),
-        config.weights,
-        config.objectives,
-        config.reference_cost_usd,
-        config.reference_latency_ms,
-    )
-    from ragmeter.metrics.grounding.nli import check_grounding_model
-
-    check_grounding_model(config.grounding_model)
 
 
 def judge_spot_check(

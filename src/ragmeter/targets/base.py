@@ -34,7 +34,9 @@ class Target(Protocol):
 
 
 def parse_target_spec(spec: str) -> dict[str, Any]:
-    """Read ``reference``, ``http(s)://...``, ``replay:FILE``, ``FILE.jsonl`` or ``mod:fn``."""
+    """Read ``reference``, ``http(s)://...``, ``replay:FILE``, ``FILE.jsonl``, a registered
+    target kind (``KIND`` or ``KIND:ARGUMENT``, the argument in ``options["spec"]``) or
+    ``[python:]module:function``."""
     if spec == "reference":
         return {"kind": "reference"}
     if spec.startswith(("http://", "https://")):
@@ -43,10 +45,21 @@ def parse_target_spec(spec: str) -> dict[str, Any]:
         return {"kind": "replay", "path": spec.removeprefix("replay:")}
     if spec.endswith(".jsonl"):
         return {"kind": "replay", "path": spec}
+    if not spec.startswith("python:"):
+        kind, colon, argument = spec.partition(":")
+        if kind in _plugin_target_kinds():
+            return {"kind": kind, "options": {"spec": argument}} if colon else {"kind": kind}
     callable_spec = spec.removeprefix("python:")
     if ":" in callable_spec:
         return {"kind": "python", "callable": callable_spec}
     raise InputError(
-        f"cannot read target {spec!r}: use 'reference', an http(s):// URL, 'replay:FILE.jsonl' "
-        "or 'module:function'"
+        f"cannot read target {spec!r}: use 'reference', an http(s):// URL, 'replay:FILE.jsonl', "
+        "'module:function' or a registered target kind (ragmeter plugins lists them)"
     )
+
+
+def _plugin_target_kinds() -> set[str]:
+    """The target kinds besides the four built-in ones (registered or from entry points)."""
+    from ragmeter.registry import registry
+
+    return set(registry.names("targets")) - {"http", "python", "replay", "reference"}
