@@ -13,7 +13,7 @@ import pytest
 
 from ragmeter import DatasetName, EvalConfig, Run, run_evaluation
 from ragmeter.config import TargetConfig
-from ragmeter.datasets.catalog import known
+from ragmeter.datasets.declarations import NAMED_DATASETS, declared
 from ragmeter.results import MissingDependencyError
 from tests.conftest import DATASETS, SHARED, free_port, wait_for_health
 
@@ -106,7 +106,8 @@ def test_dataset_names_are_seed_002s_and_known() -> None:
         "msmarco",
         "golden",
     ]
-    assert all(known(d.value) is not None for d in DatasetName)
+    assert all(declared(d.value) is not None for d in DatasetName)
+    assert sorted(d.value for d in DatasetName) == sorted(NAMED_DATASETS)  # declared once
     assert DatasetName.SQUAD_V2 == "squad_v2" and f"{DatasetName.HOTPOTQA}" == "hotpotqa"
     assert DatasetName.GOLDEN.at("g.jsonl") == "golden:g.jsonl"
     config = EvalConfig(datasets=[DatasetName.RAGBENCH, DatasetName.SQUAD_V2])

@@ -99,24 +99,8 @@ _BUILTINS: dict[Kind, dict[str, str | tuple[str, str]]] = {
         "openai": "ragmeter.embedders.providers:openai_embedder",
         "http": "ragmeter.embedders.providers:http_embedder",
     },
-    "loaders": {
-        "jsonl": "ragmeter.datasets.native:load_jsonl",
-        "yaml": "ragmeter.datasets.native:load_yaml",
-        "labels": "ragmeter.datasets.labels:load_label_folder",
-        "mapped": "ragmeter.datasets.mapped:load_mapped",
-        # seed 002's named datasets (NAME or NAME:PATH) and retrieval/interop formats
-        "ragbench": "ragmeter.datasets.ragbench:load_ragbench",
-        "squad_v2": "ragmeter.datasets.named:load_squad_v2",
-        "hotpotqa": "ragmeter.datasets.named:load_hotpotqa",
-        "msmarco": "ragmeter.datasets.named:load_msmarco",
-        "qasper": "ragmeter.datasets.named:load_qasper",
-        "golden": "ragmeter.datasets.named:load_golden",
-        "beir": "ragmeter.datasets.retrieval:load_beir",
-        "trec": "ragmeter.datasets.retrieval:load_trec",
-        "cranfield": "ragmeter.datasets.retrieval:load_cranfield",
-        "ragas": "ragmeter.datasets.interop:load_ragas",
-        "deepeval": "ragmeter.datasets.interop:load_deepeval",
-    },
+    # every dataset ragmeter knows by name and the file formats: ragmeter.datasets.declarations
+    "loaders": {},
 }
 
 
@@ -126,12 +110,20 @@ def _entry(value: str | tuple[str, str]) -> Entry:
     return Entry(value)
 
 
+def _builtin_loaders() -> dict[str, str]:
+    # imported when first needed: the datasets package imports this module
+    from ragmeter.datasets.declarations import DATASETS, FILE_LOADERS
+
+    return {**FILE_LOADERS, **{dataset.name: dataset.loader for dataset in DATASETS}}
+
+
 class Registry:
     def __init__(self) -> None:
         self._entries: dict[Kind, dict[str, Entry]] = {
             kind: {name: _entry(value) for name, value in _BUILTINS[kind].items()} for kind in KINDS
         }
         self._plugins_loaded = False
+        self._loaders_added = False
         self._lock = threading.Lock()
         self.shadowed: list[str] = []  # plugin entries ignored because their name was taken
 
@@ -149,8 +141,15 @@ class Registry:
             raise InputError(f"unknown registry kind {kind!r}; kinds: {', '.join(KINDS)}")
         self._entries[kind][name] = Entry(target, install_hint, origin)
 
+    def _add_builtin_loaders(self) -> None:
+        if not self._loaders_added:
+            for name, value in _builtin_loaders().items():  # an earlier register() wins
+                self._entries["loaders"].setdefault(name, _entry(value))
+            self._loaders_added = True
+
     def snapshot(self) -> dict[Kind, dict[str, Entry]]:
         """A copy of every entry, for ``restore`` (a test's registrations undone after it)."""
+        self._add_builtin_loaders()
         return {kind: dict(entries) for kind, entries in self._entries.items()}
 
     def restore(self, snapshot: dict[Kind, dict[str, Entry]]) -> None:
@@ -162,6 +161,7 @@ class Registry:
         with self._lock:
             if self._plugins_loaded:
                 return
+            self._add_builtin_loaders()
             for kind in KINDS:
                 for point in entry_points(group=f"ragmeter.{kind}"):
                     origin = point.dist.name if point.dist is not None else "plugin"

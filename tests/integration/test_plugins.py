@@ -158,6 +158,10 @@ def test_plugins_are_listed_and_used_by_eval(site: Path, tmp_path: Path) -> None
     for name in ("answer_length", "steady", "tiny", "echo"):
         assert name in listed.stdout, listed.stdout
     assert "ragmeter-tiny-plugin" in listed.stdout  # where each came from
+    datasets = ragmeter(site, tmp_path, "datasets", "list")
+    assert datasets.returncode == 0, datasets.stderr
+    row = next(line for line in datasets.stdout.splitlines() if " tiny " in line)
+    assert "plugin: ragmeter-tiny-plugin" in row and "tiny:ARGUMENT" in row
 
     run = ragmeter(
         site, tmp_path, "eval", "--no-progress", "--dataset", "tiny:v1", "--target", "reference",

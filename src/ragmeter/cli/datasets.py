@@ -36,14 +36,17 @@ def list_command(data: str | None = None) -> None:
     from rich.table import Table
 
     from ragmeter.cli.app import console
-    from ragmeter.datasets.catalog import KNOWN, hub_available, local_matches
+    from ragmeter.datasets.catalog import hub_available, local_matches
+    from ragmeter.datasets.declarations import DATASETS
 
     table = Table("dataset", "aspects", "source", "--dataset form")
-    for item in KNOWN:
+    for item in DATASETS:
         table.add_row(item.name, item.aspects, item.source, item.local_form)
+    for name, origin in plugin_loaders():
+        table.add_row(name, "", f"plugin: {origin}", f"{name}:ARGUMENT")
     console.print(table)
     if data:
-        found = [(item.name, path) for item in KNOWN for path in local_matches(item, Path(data))]
+        found = [(item.name, path) for item in DATASETS for path in local_matches(item, Path(data))]
         click.echo(f"local copies under {data}:" if found else f"no local copies under {data}")
         for name, path in found:
             click.echo(f"  {name}: --dataset {name}:{path}")
@@ -97,9 +100,10 @@ def show_command(name: str, as_json: bool) -> None:
     spec (NAME:PATH, a file), also its statistics and first case."""
     from ragmeter.cli.app import error_context, fail
     from ragmeter.datasets import load_dataset
-    from ragmeter.datasets.catalog import dataset_stats, known
+    from ragmeter.datasets.catalog import dataset_stats
+    from ragmeter.datasets.declarations import declared
 
-    item = known(name.partition(":")[0])
+    item = declared(name.partition(":")[0])
     loadable = ":" in name or Path(name).exists() or name == "demo"
     if item is None and not loadable:
         fail(f"unknown dataset {name!r}; `ragmeter datasets list` names them")
@@ -198,3 +202,17 @@ def schema_command() -> None:
     from ragmeter.models import Case
 
     click.echo(json.dumps(Case.model_json_schema(by_alias=False), indent=2))
+
+
+def plugin_loaders() -> list[tuple[str, str]]:
+    """The dataset loaders packages registered (entry points ``ragmeter.loaders``), each with
+    the distribution it came from."""
+    from ragmeter.datasets.declarations import DATASETS, FILE_LOADERS
+    from ragmeter.registry import registry
+
+    ours = set(FILE_LOADERS) | {dataset.name for dataset in DATASETS}
+    return [
+        (name, registry.origin("loaders", name))
+        for name in registry.names("loaders")
+        if name not in ours
+    ]

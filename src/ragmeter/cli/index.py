@@ -23,7 +23,8 @@ def index_command(corpus: str, force: bool, max_chunk_words: int, as_json: bool)
     hotpotqa:FILE, msmarco:FILE, qasper:FILE, ragbench:FILE|DIR. The index is cached under
     $RAGMETER_CACHE (default ~/.cache/ragmeter)/index/, keyed by the corpus and its content.
     """
-    from ragmeter.datasets.corpus import CORPUS_READERS, corpus_spec
+    from ragmeter.datasets.corpus import corpus_spec
+    from ragmeter.datasets.declarations import CORPUS_READERS
     from ragmeter.targets.reference.corpus_index import as_corpus_spec, build_index
 
     name, sep, argument = corpus.partition(":")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import click
 
 from ragmeter.cli.app import option_group
+from ragmeter.config import DEFAULT_COVERAGE_FLOOR
 
 noise_options = option_group(
     click.option(
@@ -26,6 +27,6 @@ noise_options = option_group(
         "coverage_floor",
         type=click.FloatRange(0.0, 1.0),
         help="A target whose metric measured less than this share of the cases it applies to "
-        "is not measured (default 0.9).",
+        f"is not measured (default {DEFAULT_COVERAGE_FLOOR:g}).",
     ),
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ragmeter.datasets.corpus import detect_corpus_folder
+from ragmeter.datasets.declarations import FILE_LOADERS, NAMED_DATASETS
 from ragmeter.datasets.problems import DatasetError, Problem
 from ragmeter.demo import DEMO_DATASET
 from ragmeter.models import Case
@@ -20,9 +21,7 @@ __all__ = [
 ]
 
 
-# seed 002's datasets, loadable by bare name (``ragbench``) or from local files (``NAME:PATH``)
 DATASET_SPEC_KEY = "dataset_spec"  # the --dataset a case came from (metadata)
-NAMED_DATASETS = ("ragbench", "squad_v2", "hotpotqa", "msmarco", "qasper", "golden")
 
 
 def resolve_dataset_path(spec: str) -> Path:
@@ -83,9 +82,6 @@ def load_dataset(spec: str, field_map: dict[str, str] | None = None) -> list[Cas
     return _checked(cases, spec, where)
 
 
-_FILE_LOADERS = {"jsonl", "yaml", "labels", "mapped"}
-
-
 def _from_named_loader(spec: str, field_map: dict[str, str] | None) -> list[Case] | None:
     """The cases of ``NAME:ARG`` when NAME is a registered loader and ``spec`` is not itself an
     existing path; else None."""
@@ -102,7 +98,7 @@ def _from_named_loader(spec: str, field_map: dict[str, str] | None) -> list[Case
     loader = registry.get("loaders", name)
     if name == "mapped":
         return list(loader(Path(argument), field_map or {}))
-    if name in _FILE_LOADERS:
+    if name in FILE_LOADERS:
         if not Path(argument).exists():
             raise DatasetError([Problem(argument, None, None, "no such file or folder")])
         return list(loader(Path(argument)))

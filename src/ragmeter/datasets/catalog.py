@@ -6,61 +6,18 @@ from __future__ import annotations
 import importlib.util
 import statistics
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ragmeter.datasets.declarations import DatasetDeclaration
 from ragmeter.models import Case
-
-
-@dataclass(frozen=True)
-class Known:
-    name: str
-    aspects: str
-    source: str
-    local_form: str
-    notes: str
-    patterns: tuple[str, ...] = ()  # file names that hold it under a data folder
-
-
-KNOWN: tuple[Known, ...] = (
-    Known("ragbench", "generation, retrieval", "hub: rungalileo/ragbench (12 subsets, test)",
-          "ragbench[:SUBSET] | ragbench:FILE.parquet|DIR",
-          "GPT-4 per-sentence support labels and adherence kept in metadata",
-          ("ragbench", "*.parquet")),
-    Known("squad_v2", "abstention", "hub: rajpurkar/squad_v2 (validation)",
-          "squad_v2:FILE.json", "~50% unanswerable; the SQuAD JSON or HF rows", ("squad*",)),
-    Known("hotpotqa", "retrieval, generation", "hub: hotpot_qa distractor (validation)",
-          "hotpotqa:FILE.json", "multi-hop: one support group a supporting title", ("hotpot*",)),
-    Known("msmarco", "retrieval", "hub: ms_marco v1.1 (validation)", "msmarco:FILE.json",
-          "'No Answer Present.' rows are unanswerable", ("ms_marco*", "msmarco*")),
-    Known("qasper", "citation, generation", "hub: allenai/qasper (validation)",
-          "qasper:FILE.json", "long papers; evidence paragraphs are the gold", ("qasper*",)),
-    Known("golden", "generation, retrieval", "local: golden_qa.json / $RAGMETER_GOLDEN",
-          "golden[:FILE]", "your curated cases in ragmeter's schema",
-          ("golden_qa.json", "golden.jsonl")),
-    Known("beir", "retrieval", "local BEIR folder", "beir:DIR (or the folder itself)",
-          "corpus.jsonl, queries.jsonl, qrels/*.tsv", ("corpus.jsonl",)),
-    Known("trec", "retrieval", "local TREC files",
-          "trec:DIR | trec:topics=F,qrels=F,docs=P", "topics + qrels + documents"),
-    Known("cranfield", "retrieval", "local Cranfield files", "cranfield:DIR (or the folder)",
-          "1,400 documents, 225 graded queries", ("cran.all.1400",)),
-    Known("ragas", "generation, retrieval", "local RAGAS dataset", "ragas:FILE",
-          "user_input, retrieved_contexts, response, reference"),
-    Known("deepeval", "generation, retrieval", "local deepeval test cases", "deepeval:FILE",
-          "input, actual_output, expected_output, retrieval_context, context"),
-)  # fmt: skip
-
-
-def known(name: str) -> Known | None:
-    return next((k for k in KNOWN if k.name == name), None)
 
 
 def hub_available() -> bool:
     return importlib.util.find_spec("datasets") is not None
 
 
-def local_matches(item: Known, data: Path | None) -> list[str]:
+def local_matches(item: DatasetDeclaration, data: Path | None) -> list[str]:
     """Files or folders under ``data`` that look like ``item`` (by name pattern)."""
     if data is None or not data.is_dir() or not item.patterns:
         return []

@@ -14,22 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ragmeter.datasets.declarations import CORPUS_READERS
 from ragmeter.datasets.problems import DatasetError, Problem
 from ragmeter.models import Case
 
 CORPUS_KEY = "ragmeter_corpus"
-
-# loader name -> "module:function" giving the documents of that loader's argument
-CORPUS_READERS: dict[str, str] = {
-    "beir": "ragmeter.datasets.retrieval:beir_corpus",
-    "trec": "ragmeter.datasets.retrieval:trec_corpus",
-    "cranfield": "ragmeter.datasets.retrieval:cranfield_corpus",
-    "squad_v2": "ragmeter.datasets.named:squad_v2_corpus",
-    "hotpotqa": "ragmeter.datasets.named:hotpotqa_corpus",
-    "msmarco": "ragmeter.datasets.named:msmarco_corpus",
-    "qasper": "ragmeter.datasets.named:qasper_corpus",
-    "ragbench": "ragmeter.datasets.ragbench:ragbench_corpus",
-}
 
 
 @dataclass(frozen=True)

@@ -53,7 +53,8 @@ class Corpus:
 def open_corpus(corpus: str) -> Corpus:
     """The reference pipeline's view of ``corpus`` (a Markdown folder, a corpus spec such as
     ``cranfield:DIR``, a BEIR/Cranfield folder or an index folder)."""
-    from ragmeter.datasets.corpus import CORPUS_READERS, corpus_spec
+    from ragmeter.datasets.corpus import corpus_spec
+    from ragmeter.datasets.declarations import CORPUS_READERS
     from ragmeter.targets.reference.target import load_pipeline
 
     name, sep, argument = corpus.partition(":")

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
-from ragmeter.config import DEFAULT_ID_SPACE_MIN_OVERLAP, validate_grounding_model
+from ragmeter.config import EvalConfig, validate_grounding_model
 from ragmeter.errors import RagmeterError
 from ragmeter.metrics.ir import Gain
 from ragmeter.models import Case, CaseResult, Response, Score
@@ -163,37 +163,36 @@ CASE_INPUTS = frozenset(
 )
 
 
+def _config_default(name: str) -> Any:
+    """``EvalConfig``'s default for the setting ``name`` (a list as a tuple): the one place a
+    scoring default is written."""
+    value = EvalConfig.model_fields[name].get_default(call_default_factory=True)
+    return tuple(value) if isinstance(value, list) else value
+
+
 @dataclass(frozen=True)
 class MetricSettings:
     """The scoring context every metric family is built from: shared parameters (cutoffs,
     phrase lists, ...), the run's embedder spec and the run's judge. A run builds one from its
     config and passes it on; two runs in one process never share a judge through it."""
 
-    ks: tuple[int, ...] = (1, 3, 5, 10)
-    relevance_level: int = 1
-    ndcg_gain: Gain = "linear"
-    require_snippet: bool = False
-    # a dataset's retrieval fails as unmatchable under this share of its cases retrieving any of
-    # its gold ids (metrics.id_space.IdSpace; 0: no check)
-    id_space_min_overlap: float = DEFAULT_ID_SPACE_MIN_OVERLAP
-    abstention_phrases: tuple[str, ...] = ()
-    embedder: str = "minilm"
-    # grounding_score: "auto" adds MiniLM word-piece alignment when the semantic extra loads,
-    # "lexical" never embeds, "nli:PATH" scores each claim with the NLI model in folder PATH
-    # (docs/grounding.md)
-    grounding_model: str = "auto"
+    # every default is EvalConfig's (its comments say what each setting does)
+    ks: tuple[int, ...] = _config_default("ks")
+    relevance_level: int = _config_default("relevance_level")
+    ndcg_gain: Gain = _config_default("ndcg_gain")  # noqa: RUF009 (a str, immutable)
+    require_snippet: bool = _config_default("require_snippet")
+    id_space_min_overlap: float = _config_default("id_space_min_overlap")
+    abstention_phrases: tuple[str, ...] = _config_default("abstention_phrases")
+    embedder: str = _config_default("embedder")
+    grounding_model: str = _config_default("grounding_model")
     # the judge of the judged metrics (None: they are skipped), from judges.judge_settings
     judge: JudgeSettings | None = None
-    # the input guardrail (metrics.injection): the guardrail_scores key read, and the scores
-    # from which a case counts as flagged (warn) and as blocked
-    injection_score_key: str = "injection"
-    injection_warn_threshold: float = 0.40
-    injection_block_threshold: float = 0.50
-    # output leakage (metrics.leakage): canaries of every case, values published on purpose
-    # (never a leak) and the copied-run length from which verbatim copying leaks
-    leakage_canaries: tuple[str, ...] = ()
-    leakage_public_values: tuple[str, ...] = ()
-    verbatim_min_words: int = 50
+    injection_score_key: str = _config_default("injection_score_key")
+    injection_warn_threshold: float = _config_default("injection_warn_threshold")
+    injection_block_threshold: float = _config_default("injection_block_threshold")
+    leakage_canaries: tuple[str, ...] = _config_default("leakage_canaries")
+    leakage_public_values: tuple[str, ...] = _config_default("leakage_public_values")
+    verbatim_min_words: int = _config_default("verbatim_min_words")
 
     def __post_init__(self) -> None:
         validate_grounding_model(self.grounding_model)

@@ -30,11 +30,11 @@ from pathlib import Path
 from typing import Any
 
 from ragmeter.datasets.corpus import (
-    CORPUS_READERS,
     Document,
     corpus_documents,
     detect_corpus_folder,
 )
+from ragmeter.datasets.declarations import CORPUS_READERS
 from ragmeter.datasets.rows import cache_root
 from ragmeter.targets.reference.chunking import Chunk
 

@@ -1,0 +1,110 @@
+"""The tables docs/ holds that are generated from the declarations: every setting with its
+default and environment variable (``EvalConfig``), every dataset known by name
+(``datasets.declarations``) and every metric of the built-in families with its group, kind
+and direction. ``python scripts/doc_tables.py`` rewrites them between their markers
+(``<!-- generated: NAME -->`` and ``<!-- end generated -->``); a test checks they are current."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic_core import PydanticUndefined
+
+MARKER = re.compile(
+    r"(<!-- generated: (?P<name>[a-z_]+) -->\n)(?P<body>.*?)(<!-- end generated -->)", re.S
+)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _default(field: Any) -> Any:
+    if field.default_factory is not None:
+        return field.default_factory()
+    return None if field.default is PydanticUndefined else field.default
+
+
+def _settings(model: type[BaseModel], prefix: str = "") -> Iterator[tuple[str, Any]]:
+    for name, field in model.model_fields.items():
+        annotation = field.annotation
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            yield from _settings(annotation, f"{prefix}{name}.")
+        else:
+            yield f"{prefix}{name}", _default(field)
+
+
+def settings_table() -> str:
+    """Every ``EvalConfig`` setting (``target.*`` flattened), its default and variable."""
+    from ragmeter.config import ENV_FIELDS, EvalConfig
+
+    variables = {".".join(path): variable for variable, path in ENV_FIELDS.items()}
+    lines = ["| setting | default | environment |", "|---|---|---|"]
+    for name, default in _settings(EvalConfig):
+        shown = "none" if default is None else f"`{_cell(json.dumps(default, default=str))}`"
+        variable = f"`{variables[name]}`" if name in variables else ""
+        lines.append(f"| `{name}` | {shown} | {variable} |")
+    return "\n".join(lines) + "\n"
+
+
+def datasets_table() -> str:
+    """Every dataset known by name: what it tests, where it comes from, its forms."""
+    from ragmeter.datasets.declarations import DATASETS
+
+    lines = [
+        "| name | aspects | source | `--dataset` form | notes |",
+        "|---|---|---|---|---|",
+    ]
+    for item in DATASETS:
+        cells = (item.aspects, item.source, f"`{item.local_form}`", item.notes)
+        lines.append(f"| `{item.name}` | " + " | ".join(_cell(c) for c in cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def metrics_table() -> str:
+    """Every metric of the built-in families, with its group, kind and direction."""
+    from ragmeter.metrics import MetricSettings, resolve_metrics
+    from ragmeter.registry import registry
+
+    lines = [
+        "| family | metric | group | kind | better |",
+        "|---|---|---|---|---|",
+    ]
+    built_in = [f for f in registry.names("metrics") if registry.origin("metrics", f) == "built-in"]
+    for family in built_in:
+        for metric in resolve_metrics([family], MetricSettings()):
+            better = "higher" if metric.higher_is_better else "lower"
+            lines.append(
+                f"| `{family}` | `{metric.name}` | {metric.group} | {metric.kind} | {better} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+TABLES: dict[str, Callable[[], str]] = {
+    "settings": settings_table,
+    "datasets": datasets_table,
+    "metrics": metrics_table,
+}
+
+
+def render(text: str) -> str:
+    """``text`` with every generated table between its markers made current."""
+
+    def fill(match: re.Match[str]) -> str:
+        name = match.group("name")
+        if name not in TABLES:
+            raise KeyError(f"no generated table named {name!r} (known: {', '.join(TABLES)})")
+        return match.group(1) + TABLES[name]() + match.group(4)
+
+    return MARKER.sub(fill, text)
+
+
+def documents(root: Path) -> list[Path]:
+    """The docs holding a generated table."""
+    paths = [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+    return [path for path in paths if MARKER.search(path.read_text(encoding="utf-8"))]
