@@ -14,15 +14,10 @@ import pytest
 
 from ragmeter.metrics.base import Metric
 from ragmeter.models import Case, Score
+from ragmeter.repeat_ids import REPEAT_KEY, expand_repeats, repeat_number
 from ragmeter.scoring.aggregate import aggregate_with_breakdowns
 from ragmeter.scoring.compare import RunScores
-from ragmeter.scoring.repeats import (
-    base_ids,
-    collapse,
-    expand_repeats,
-    first_answers,
-    repeat_number,
-)
+from ragmeter.scoring.repeats import collapse
 
 
 def _zero(case: object, response: object) -> float:
@@ -36,12 +31,13 @@ def test_expansion_ids_and_collapse_by_hand() -> None:
     cases = expand_repeats([Case(case_id="a", question="q?"), Case(case_id="b", question="q?")], 3)
     assert [c.case_id for c in cases] == ["a", "a~r2", "a~r3", "b", "b~r2", "b~r3"]
     assert [repeat_number(c.case_id) for c in cases] == [1, 2, 3, 1, 2, 3]
-    assert [c.case_id for c in first_answers(cases)] == ["a", "b"]
+    assert [c.metadata.get(REPEAT_KEY) for c in cases] == [None, "a", "a", None, "b", "b"]
     assert repeat_number("plan~rx") == 1 and repeat_number("~r2") == 1
     # a: 0.2, 0.4, 0.6 (mean 0.4, var 0.04); b: 1.0, 1.0, failed (mean 1.0, var 0)
     values = np.array([[0.2], [0.4], [0.6], [1.0], [1.0], [np.nan]])
     status = np.array([[0], [0], [0], [0], [0], [2]], dtype=np.int8)
-    out = collapse([c.case_id for c in cases], values, status, base_ids(cases))
+    base_of = {"a": "a", "a~r2": "a", "a~r3": "a", "b": "b", "b~r2": "b", "b~r3": "b"}
+    out = collapse([c.case_id for c in cases], values, status, base_of)
     assert out.case_ids == ["a", "b"] and out.repeats == 3
     assert out.values[:, 0] == pytest.approx([0.4, 1.0])
     assert out.within[0] == pytest.approx((0.04 + 0.0) / 2)

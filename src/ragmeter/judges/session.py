@@ -27,7 +27,7 @@ from ragmeter.judges.cost import Budget, Price, call_cost
 from ragmeter.judges.fitting import MARGIN_TOKENS, estimate_tokens, fit_contexts
 from ragmeter.judges.templates import Prompt, load_prompt, render
 from ragmeter.redaction import redact_text
-from ragmeter.scoring.repeats import repeat_number
+from ragmeter.repeat_ids import repeat_number
 
 T = TypeVar("T", bound=BaseModel)
 

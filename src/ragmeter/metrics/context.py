@@ -20,7 +20,7 @@ from itertools import combinations
 from ragmeter.metrics.base import Metric, MetricOutput, MetricSettings, SkipScore
 from ragmeter.metrics.textmatch import content_tokens, fact_stated, index_text, words
 from ragmeter.models import Case, Response
-from ragmeter.scoring.repeats import REPEAT_KEY
+from ragmeter.repeat_ids import REPEAT_KEY
 
 NGRAM = 3
 

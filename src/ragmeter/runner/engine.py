@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ragmeter import runfile
+from ragmeter.background import in_daemon_thread
 from ragmeter.config import DEFAULT_STORE, EvalConfig, config_from_snapshot
 from ragmeter.errors import EXIT_INTERRUPTED, InputError, RagmeterError, StoreError
 from ragmeter.models import Case, CaseResult, RunRecord, Score
 from ragmeter.runfile import RunFileWriter
 from ragmeter.runner import preflight
-from ragmeter.runner.background import in_daemon_thread
 from ragmeter.runner.executors import (
     Executor,
     LocalExecutor,

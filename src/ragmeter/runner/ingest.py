@@ -15,9 +15,9 @@ from ragmeter.config import EvalConfig
 from ragmeter.datasets import DATASET_SPEC_KEY, load_datasets
 from ragmeter.datasets.stream import iter_dataset_batches
 from ragmeter.models import Case
+from ragmeter.repeat_ids import expand_repeats
 from ragmeter.runner.preflight import CaseSummary
 from ragmeter.runner.selection import smoke_cases
-from ragmeter.scoring.repeats import expand_repeats
 from ragmeter.store import streams
 from ragmeter.store.sqlite import RunStore
 

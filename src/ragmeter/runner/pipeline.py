@@ -34,6 +34,7 @@ from contextlib import suppress
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from ragmeter.background import in_daemon_thread
 from ragmeter.config import EvalConfig
 from ragmeter.errors import RagmeterError
 from ragmeter.metrics.base import Metric, SkipScore
@@ -41,7 +42,6 @@ from ragmeter.metrics.performance import apply_prices
 from ragmeter.metrics.performance_tally import PerformanceTally
 from ragmeter.models import Case, CaseResult, Response, RunRecord, Score
 from ragmeter.runfile import RunFileWriter
-from ragmeter.runner.background import in_daemon_thread
 from ragmeter.runner.scoring import (
     ScoreSink,
     ScoringStoppedError,

@@ -20,8 +20,8 @@ import numpy.typing as npt
 
 from ragmeter.metrics.base import Metric
 from ragmeter.models import Case, Score
+from ragmeter.repeat_ids import REPEAT_KEY
 from ragmeter.scoring.breakdowns import labels_by_case
-from ragmeter.scoring.repeats import REPEAT_KEY
 from ragmeter.scoring.roc import is_roc
 from ragmeter.scoring.table import ScoreTable
 

@@ -48,6 +48,7 @@ from ragmeter.config import DEFAULT_COVERAGE_FLOOR
 from ragmeter.errors import InputError
 from ragmeter.metrics.base import lowers_coverage
 from ragmeter.models import MetricSummary, RunRecord
+from ragmeter.repeat_ids import base_id, repeat_number
 from ragmeter.runfile import RunFile
 from ragmeter.scoring.bootstrap import QUANTILES
 from ragmeter.scoring.comparison import Comparison as Comparison
@@ -61,7 +62,7 @@ from ragmeter.scoring.power import (
     per_metric_level,
     z_total,
 )
-from ragmeter.scoring.repeats import base_id, mean_by_case, repeat_number
+from ragmeter.scoring.repeats import mean_by_case
 from ragmeter.scoring.roc import is_roc, paired_detector_difference
 from ragmeter.scoring.stats import (
     cohens_dz,

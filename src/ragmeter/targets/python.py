@@ -40,10 +40,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ragmeter.background import DaemonWorkers
 from ragmeter.config import TargetConfig
 from ragmeter.errors import InputError
 from ragmeter.models import Case, Response
-from ragmeter.runner.background import DaemonWorkers
 from ragmeter.targets.base import TargetError
 
 # the models a target's reply is validated into: a ValidationError about one of them, raised
@@ -304,7 +304,7 @@ class WorkerThreads:
             future = self.pool.submit(self._timed, function, argument)
             future.add_done_callback(self._release_if_cancelled)
             return await asyncio.wrap_future(future)
-        from ragmeter.runner.background import in_daemon_thread
+        from ragmeter.background import in_daemon_thread
 
         return await in_daemon_thread(self._timed, function, argument)
 
