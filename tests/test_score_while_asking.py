@@ -1,6 +1,6 @@
-"""Scoring while a run is asked (``runner.pipeline``): a second process scores the answers as
-they are stored, and every number, store row and run file byte is the one scoring after the
-last answer gives."""
+"""Scoring while a run is asked (``runner.score_while_asking``): a second process scores the
+answers as they are stored, and every number, store row and run file byte is the one scoring
+after the last answer gives."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from ragmeter.runfile import RunFileWriter
-from ragmeter.runner import pipeline
+from ragmeter.runner import score_while_asking
 from ragmeter.runner.records import new_run_record
 from ragmeter.runner.run import evaluate
 from ragmeter.store import streams
@@ -35,15 +35,15 @@ from tests.test_streaming import _config, _replay_files, _without_ids
 def finishes(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     """What each scoring process's ``finish`` said (True: it scored the run)."""
     said: list[bool] = []
-    original = pipeline.ScoringProcess.finish
+    original = score_while_asking.ScoringProcess.finish
 
-    async def recorded(self: pipeline.ScoringProcess) -> bool:
+    async def recorded(self: score_while_asking.ScoringProcess) -> bool:
         outcome = await original(self)
         said.append(outcome)
         return outcome
 
-    monkeypatch.setattr(pipeline.ScoringProcess, "finish", recorded)
-    monkeypatch.setattr(pipeline, "PIPELINE_MIN_CASES", 1)
+    monkeypatch.setattr(score_while_asking.ScoringProcess, "finish", recorded)
+    monkeypatch.setattr(score_while_asking, "MIN_CASES_TO_SCORE_WHILE_ASKING", 1)
     return said
 
 
@@ -70,7 +70,7 @@ def test_a_run_scored_while_asked_equals_the_run_scored_after(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, finishes: list[bool], chunk: int
 ) -> None:
     dataset, replay = _replay_files(tmp_path, 2)  # 174 cases
-    monkeypatch.setattr(pipeline, "PIPELINE_CHUNK", chunk)
+    monkeypatch.setattr(score_while_asking, "CHUNK_CASES", chunk)
     after = evaluate(
         _config(tmp_path, dataset, replay, "after").model_copy(update={"score_while_asking": False})
     )
@@ -81,7 +81,7 @@ def test_a_run_scored_while_asked_equals_the_run_scored_after(
     _same_run(after, while_asked)
     values = {s.metric: s for s in while_asked.scores}
     assert values["redundancy_tfidf"].status == "ok"  # the run-wide statistic, filled in
-    assert not any(s.reason == pipeline.PENDING_REASON for s in while_asked.scores)
+    assert not any(s.reason == score_while_asking.PENDING_REASON for s in while_asked.scores)
     assert len(while_asked.scores) == 174 * len({s.metric for s in after.scores})
 
 
@@ -106,13 +106,13 @@ def test_an_error_in_the_scoring_process_reaches_the_caller_and_the_run_stays_un
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, finishes: list[bool]
 ) -> None:
     dataset, replay = _replay_files(tmp_path, 1)
-    original = pipeline.ScoringProcess.start.__func__  # type: ignore[attr-defined]
+    original = score_while_asking.ScoringProcess.start.__func__  # type: ignore[attr-defined]
 
     def astray(cls: Any, config: Any, run_id: str, run_file: Path, spawned: Any = None) -> Any:
         # the process fails at the end
         return original(cls, config, "no-such-run", run_file, spawned)
 
-    monkeypatch.setattr(pipeline.ScoringProcess, "start", classmethod(astray))
+    monkeypatch.setattr(score_while_asking.ScoringProcess, "start", classmethod(astray))
     config = _config(tmp_path, dataset, replay, "broken")
     with pytest.raises(RunNotFoundError, match="no-such-run"):
         evaluate(config)
@@ -181,7 +181,9 @@ def test_scoring_follows_answers_stored_out_of_order(tmp_path: Path) -> None:
         own.answered_run = looked  # type: ignore[method-assign]
         writer = RunFileWriter(tmp_path / "following.json")
         try:
-            final = pipeline.score_following(own, "follow", following, stop, asked, writer.add, 3)
+            final = score_while_asking.score_following(
+                own, "follow", following, stop, asked, writer.add, 3
+            )
             outcome["path"] = writer.finish(final)
         except BaseException as exc:
             outcome["error"] = exc
@@ -270,7 +272,7 @@ def test_a_scoring_process_whose_asker_is_gone_exits_and_leaves_its_scores(
     """Its asker killed, the run's lock is gone with it: the scoring process exits at once and
     clears nothing (a resume that takes the lock replaces the scores itself)."""
     half, after = _half_asked_run(tmp_path)
-    scoring = pipeline.ScoringProcess.start(half, "half", tmp_path / "half.json")
+    scoring = score_while_asking.ScoringProcess.start(half, "half", tmp_path / "half.json")
     assert scoring is not None
     deadline = time.monotonic() + 300  # a hang guard: the scoring process runs niced
     while _score_rows(half.store) < 10 * len(after.record.scorecard.metrics):
@@ -292,7 +294,7 @@ def test_a_scoring_process_notices_its_asker_gone_though_a_fork_holds_the_pipe(
     script.write_text(
         "import os, sqlite3, sys, time, pickle\n"
         "from pathlib import Path\n"
-        "from ragmeter.runner.pipeline import ScoringProcess\n"
+        "from ragmeter.runner.score_while_asking import ScoringProcess\n"
         "config = pickle.loads(Path(sys.argv[1]).read_bytes())\n"
         "scoring = ScoringProcess.start(config, 'half', Path(sys.argv[2]))\n"
         "Path(sys.argv[3]).write_text(str(scoring.process.pid))\n"
@@ -354,7 +356,7 @@ def test_embedding_metrics_scored_in_chunks_equal_those_scored_in_one_batch(
     while the run is asked, a batch at a time after: the values are the same."""
     pytest.importorskip("onnxruntime")
     dataset, replay = _replay_files(tmp_path, 2)
-    monkeypatch.setattr(pipeline, "PIPELINE_CHUNK", 3)
+    monkeypatch.setattr(score_while_asking, "CHUNK_CASES", 3)
     families = {"metrics": ["semantic", "grounding"], "grounding_model": "auto"}
     after = evaluate(
         _config(tmp_path, dataset, replay, "after").model_copy(

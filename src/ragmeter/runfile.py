@@ -35,7 +35,7 @@ RUN_FILE_VERSION = 2
 _CHUNK = 1 << 16
 
 
-class ScoreStatus(TypedDict):
+class UnmeasuredScore(TypedDict):
     """A score that has no value: why it was skipped or failed (a typed dict: validating one
     per skipped score as a model would triple the time to read a large run)."""
 
@@ -54,7 +54,7 @@ class CaseOutcome(BaseModel):
     error_message: str | None = None
     latency_ms: float | None = None
     attempts: int = 1
-    scores: dict[str, float | ScoreStatus] = Field(default_factory=dict)
+    scores: dict[str, float | UnmeasuredScore] = Field(default_factory=dict)
     labels: dict[str, bool] = Field(default_factory=dict)  # detector metrics only
 
 
@@ -90,11 +90,11 @@ class RunFile(RunRecord):
 
     @classmethod
     def from_run(cls, record: RunRecord, results: list[CaseResult], scores: list[Score]) -> RunFile:
-        per_case: dict[str, dict[str, float | ScoreStatus]] = defaultdict(dict)
+        per_case: dict[str, dict[str, float | UnmeasuredScore]] = defaultdict(dict)
         labels: dict[str, dict[str, bool]] = defaultdict(dict)
-        # one ScoreStatus per (status, reason), shared by the scores that have it: most reasons
+        # one UnmeasuredScore per (status, reason), shared by the scores that have it: most reasons
         # repeat, and a run has about as many skipped scores as measured ones
-        statuses: dict[tuple[bool, str | None], ScoreStatus] = {}
+        statuses: dict[tuple[bool, str | None], UnmeasuredScore] = {}
         for score in scores:
             if score.status == "ok":
                 label = score.details.get("label") if score.details else None
@@ -106,7 +106,7 @@ class RunFile(RunRecord):
             skipped = score.status == "skipped"
             status = statuses.get((skipped, score.reason))
             if status is None:
-                status = statuses[skipped, score.reason] = ScoreStatus(
+                status = statuses[skipped, score.reason] = UnmeasuredScore(
                     status="skipped" if skipped else "failed", reason=score.reason
                 )
             per_case[score.case_id][score.metric] = status

@@ -2,7 +2,8 @@
 asking engine, scoring, pre-flight checks and verdicts.
 
 The names are imported on first use, so that a module of this package (the scoring process
-starts with ``ragmeter.runner.pipeline``) does not import the engine, the targets and HTTP."""
+starts with ``ragmeter.runner.score_while_asking``) does not import the engine, the targets
+and HTTP."""
 
 from __future__ import annotations
 

@@ -30,9 +30,9 @@ from ragmeter.runner.executors import (
     query_cases,
 )
 from ragmeter.runner.ingest import case_batches, sample_cases, store_new_cases
-from ragmeter.runner.pipeline import AnswerWriter, ScoringProcess, pipelines
 from ragmeter.runner.preflight import CaseSummary
 from ragmeter.runner.records import new_run_id, new_run_record, now_iso
+from ragmeter.runner.score_while_asking import AnswerWriter, ScoringProcess, scores_while_asking
 from ragmeter.runner.scoring import (
     ScoringStoppedError,
     _score_in_thread,
@@ -231,7 +231,7 @@ async def run_evaluation_async(
         if (
             resume is None
             and second is None
-            and pipelines(config, asks_here, len(first), len(first))
+            and scores_while_asking(config, asks_here, len(first), len(first))
         ):
             spawned = ScoringProcess.spawn()
         if resume is None:
@@ -281,7 +281,7 @@ async def run_evaluation_async(
                 scoring = None
                 scored_elsewhere = False  # by the scoring process, run file included
                 local = isinstance(executor, LocalExecutor)
-                if pipelines(config, local, pending, record.question_count):
+                if scores_while_asking(config, local, pending, record.question_count):
                     scoring = ScoringProcess.start(config, record.id, path, spawned)
                     spawned = None
                 try:
@@ -361,7 +361,7 @@ async def ask_while_scoring(
     cases: list[Case] | None = None,
 ) -> None:
     """``ask_pending`` for a run whose answers a second process scores as they are stored
-    (``runner.pipeline``): the answers are committed by a thread of their own. ``cases``:
+    (``runner.score_while_asking``): the answers are committed by a thread of their own. ``cases``:
     the run's cases, all pending, when they are at hand (not read back from the store)."""
     answers = AnswerWriter(config.store, run_id)
     try:

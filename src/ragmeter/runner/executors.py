@@ -43,7 +43,7 @@ ProgressHook = Callable[[int, int], None]
 
 
 class AnswerSaver(Protocol):
-    """Where answers go as they arrive: the run store, or ``pipeline.AnswerWriter``."""
+    """Where answers go as they arrive: the run store, or ``score_while_asking.AnswerWriter``."""
 
     def save_result(self, run_id: str, result: CaseResult) -> None: ...
 

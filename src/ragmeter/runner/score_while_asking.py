@@ -1,11 +1,11 @@
 """Scoring while a run is asked: a second process scores and stores the answers as they
 arrive, so that with a spare core the scores are ready soon after the last answer.
 
-When (:func:`pipelines`): ``score_while_asking`` (on by default), the local executor, a store
-on disk, no judge (its budget and cache belong to one process), every metric family
-importable by name (none registered in this process only), at least two CPUs, and a run of
-one batch (``BATCH_CASES``) with PIPELINE_MIN_CASES cases or more to ask. Otherwise the run
-is scored after asking, in this process.
+When (:func:`scores_while_asking`): ``score_while_asking`` (on by default), the local
+executor, a store on disk, no judge (its budget and cache belong to one process), every metric
+family importable by name (none registered in this process only), at least two CPUs, and a run
+of one batch (``BATCH_CASES``) with MIN_CASES_TO_SCORE_WHILE_ASKING cases or more to ask.
+Otherwise the run is scored after asking, in this process.
 
 This process asks and hands each answer to :class:`AnswerWriter`, a thread with a connection of
 its own that commits answers a few at a time, so the event loop never waits on the scoring
@@ -56,9 +56,9 @@ from ragmeter.store import streams
 from ragmeter.store.sqlite import RunStore
 
 # fewer cases to ask than this: starting a process costs more than it saves
-PIPELINE_MIN_CASES = 500
+MIN_CASES_TO_SCORE_WHILE_ASKING = 500
 # cases the scoring process scores and stores at a time, at most
-PIPELINE_CHUNK = 250
+CHUNK_CASES = 250
 # how long the scoring process waits before looking for new answers
 POLL_S = 0.02
 # how often the answer writer commits what has arrived: rarely enough that its thread seldom
@@ -70,7 +70,7 @@ PENDING_REASON = "scored once every answer is in (a run-wide statistic)"
 _ASKED, _STOP = b"a", b"s"
 
 
-def pipelines(config: EvalConfig, local_executor: bool, pending: int, total: int) -> bool:
+def scores_while_asking(config: EvalConfig, local_executor: bool, pending: int, total: int) -> bool:
     """Whether the answers of this run (``total`` cases, ``pending`` of them to ask) are
     scored in a second process while it is asked. Only a run of one batch is: its scores are
     held until the run-wide statistic is known; a larger run is scored batch by batch after
@@ -83,7 +83,7 @@ def pipelines(config: EvalConfig, local_executor: bool, pending: int, total: int
         and local_executor
         and config.store != ":memory:"
         and not config.judge
-        and pending >= PIPELINE_MIN_CASES
+        and pending >= MIN_CASES_TO_SCORE_WHILE_ASKING
         and total <= streams.BATCH_CASES
         and usable_cpus() > 1
         and all(registry.origin("metrics", name) != "registered" for name in families)
@@ -176,7 +176,7 @@ class ScoringProcess:
         source = str(Path(ragmeter.__file__).resolve().parents[1])
         program = (
             f"import sys; sys.path.count({source!r}) or sys.path.append({source!r}); "
-            "from ragmeter.runner.pipeline import main; main()"
+            "from ragmeter.runner.score_while_asking import main; main()"
         )
         try:
             process = subprocess.Popen(
@@ -207,7 +207,7 @@ class ScoringProcess:
             update={"target": config.target.model_copy(update={"headers": {}})}
         )
         try:
-            job = pickle.dumps(_Job(unasked, run_id, str(run_file), PIPELINE_CHUNK))
+            job = pickle.dumps(_Job(unasked, run_id, str(run_file), CHUNK_CASES))
         except (pickle.PicklingError, TypeError, AttributeError):
             scoring.cancel()
             return None
@@ -333,7 +333,7 @@ def score_following(
     stop: threading.Event,
     asked: threading.Event,
     sink: ScoreSink,
-    chunk: int = PIPELINE_CHUNK,
+    chunk: int = CHUNK_CASES,
 ) -> RunRecord:
     """:func:`~ragmeter.runner.scoring.score_run` of a run of one batch still being asked
     (``asked`` is set when it no longer is): the same scores, rows, columns, run file and
