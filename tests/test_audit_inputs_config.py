@@ -101,7 +101,7 @@ def test_targets_at_the_ends_of_a_range_are_accepted() -> None:
         metrics=["retrieval", "performance"],
         targets={"ndcg_at_5": ">= 1", "recall_at_5": "<= 0", "latency_p95": "<= 0", "mrr": "> 0"},
     )
-    preflight.check_targets(config)
+    preflight.check_goals(config)
 
 
 # 9. embedder ------------------------------------------------------------------------------------

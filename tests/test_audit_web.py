@@ -136,7 +136,7 @@ def test_run_page_shows_why_a_target_is_not_measured(client: TestClient, runs: R
     from html import unescape
 
     api = client.get(f"/api/runs/{runs.cand}").json()
-    target = next(t for t in api["targets"] if t["metric"] == "ndcg_at_5")
+    target = next(t for t in api["goals"] if t["metric"] == "ndcg_at_5")
     assert (target["status"], target["reason"]) == ("not_measured", "coverage 0.30 < 0.90")
     page = client.get(f"/runs/{runs.cand}").text
     rows = re.findall(r'<tr data-metric="ndcg_at_5">(.*?)</tr>', page)
@@ -153,21 +153,21 @@ def test_runs_list_counts_targets_not_measured(client: TestClient, runs: Runs) -
     # the default targets: ndcg_at_5 and recall_at_5 under the floor; redundancy_ngram,
     # claim_support_rate, citation_validity_form not measured by retrieval+lexical; three
     # optional ones (injection_auc, injection_tpr_at_fpr_1, pipeline_pass_rate)
-    assert cand["targets_passed"] == 0 and cand["targets_failed"] == []
-    assert cand["targets_not_measured"] == [
+    assert cand["goals_passed"] == 0 and cand["goals_failed"] == []
+    assert cand["goals_not_measured"] == [
         "ndcg_at_5",
         "recall_at_5",
         "redundancy_ngram",
         "claim_support_rate",
         "citation_validity_form",
     ]
-    assert cand["targets_optional_not_measured"] == 3
-    assert listed[runs.base]["targets_passed"] == 2  # ndcg_at_5 1.0 > 0.6, recall_at_5 > 0.7
+    assert cand["goals_optional_not_measured"] == 3
+    assert listed[runs.base]["goals_passed"] == 2  # ndcg_at_5 1.0 > 0.6, recall_at_5 > 0.7
     page = client.get("/").text
     row = re.search(rf'<tr data-run="{runs.cand}">(.*?)</tr>', page)
     assert row
     assert (
-        '<td class="bad" data-role="targets">0 pass, 5 not measured, 3 optional not measured</td>'
+        '<td class="bad" data-role="goals">0 pass, 5 not measured, 3 optional not measured</td>'
         in row.group(1)
     )
 

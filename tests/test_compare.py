@@ -139,7 +139,7 @@ def test_eval_gate_exit_codes_on_the_demo(tmp_path: Path) -> None:
     assert "recall_at_5" in result.stderr and "not measured" in result.stdout
     stored = json.loads(_ragmeter("show", "--json", _latest(tmp_path), cwd=tmp_path).stdout)
     assert stored["status"] == "completed"  # stored before the gate fails
-    assert {t["status"] for t in stored["targets"]} == {"fail", "not_measured"}
+    assert {t["status"] for t in stored["goals"]} == {"fail", "not_measured"}
     assert set(stored["breakdowns"]) == {"category", "difficulty", "answerable"}
     retrieval_safety = ("--metrics", "retrieval,injection")
     result, _ = _eval(tmp_path, *retrieval_safety, "--targets", str(passing), "--gate")

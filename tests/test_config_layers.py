@@ -157,7 +157,7 @@ def test_the_gate_from_a_config_file(tmp_path: Path, monkeypatch: pytest.MonkeyP
     )
     result = CliRunner().invoke(main, ["eval", "--config", "ci.yaml"])
     assert result.exit_code == 4, result.output
-    assert "gate: targets failed: mrr" in result.output
+    assert "gate: goals failed: mrr" in result.output
 
 
 def test_effective_config_sources(config_file: Path) -> None:

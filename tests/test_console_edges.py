@@ -18,12 +18,12 @@ from ragmeter.metrics.base import MetricSettings
 from ragmeter.models import (
     Case,
     CaseResult,
+    GoalResult,
     MetricSummary,
     Response,
     RunRecord,
     Score,
     Scorecard,
-    TargetResult,
 )
 from ragmeter.redaction import REDACTED
 from ragmeter.registry import registry
@@ -350,8 +350,8 @@ def test_scorecard_and_breakdown_keep_names_and_counts_at_narrow_widths(width: i
 
 def test_labels_from_the_dataset_and_run_print_literally() -> None:
     record = _record("abc123", "[link=http://evil.example]night\x1b]0;t\x07ly[/link]", ["m1"])
-    record.targets = [
-        TargetResult(metric="[red]m1\x1b[5m", op=">", threshold=0.5, value=0.7, status="pass")
+    record.goals = [
+        GoalResult(metric="[red]m1\x1b[5m", op=">", threshold=0.5, value=0.7, status="pass")
     ]
     record.performance = {
         "latency_ms": {

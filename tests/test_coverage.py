@@ -16,7 +16,7 @@ import pytest
 from ragmeter.metrics.base import Metric
 from ragmeter.models import MetricSummary, Score, Scorecard
 from ragmeter.scoring.aggregate import aggregate_scores
-from ragmeter.scoring.targets import Target, check_targets, gate_failures
+from ragmeter.scoring.goals import Goal, check_goals, gate_failures
 
 
 def _zero(case: object, response: object) -> float:
@@ -86,13 +86,13 @@ def test_a_latency_has_no_worst_value_and_keeps_failures_out() -> None:
 
 def test_a_target_below_the_coverage_floor_is_not_measured_and_fails_a_gate() -> None:
     card = aggregate_scores(_scores("hit"), [HIT], resamples=200)  # coverage 0.75, value 0.83
-    passing = check_targets(card, [Target("hit", ">", 0.5)], coverage_floor=0.7)
+    passing = check_goals(card, [Goal("hit", ">", 0.5)], coverage_floor=0.7)
     assert passing[0].status == "pass"
-    refused = check_targets(card, [Target("hit", ">", 0.5)], coverage_floor=0.9)
+    refused = check_goals(card, [Goal("hit", ">", 0.5)], coverage_floor=0.9)
     assert (refused[0].status, refused[0].reason) == ("not_measured", "coverage 0.75 < 0.90")
     assert refused[0].value == pytest.approx(5 / 6)  # shown, but not judged
     assert gate_failures(refused) == refused
-    optional = check_targets(card, [Target("hit", ">", 0.5, optional=True)], coverage_floor=0.9)
+    optional = check_goals(card, [Goal("hit", ">", 0.5, optional=True)], coverage_floor=0.9)
     assert gate_failures(optional) == []
 
 
@@ -161,29 +161,29 @@ def _card_with_interval() -> Scorecard:
 
 
 def test_interval_rules_read_the_bound_not_the_point() -> None:
-    from ragmeter.scoring.targets import parse_targets, target_condition
+    from ragmeter.scoring.goals import goal_condition, parse_goals
 
     card = _card_with_interval()
-    point, lower, strict = parse_targets({"faithfulness": ">= 0.8"}) + parse_targets(
+    point, lower, strict = parse_goals({"faithfulness": ">= 0.8"}) + parse_goals(
         ["faithfulness >= 0.75 @ lower", "faithfulness >= 0.8 @ lower"]
     )
-    results = check_targets(card, [point, lower, strict])
+    results = check_goals(card, [point, lower, strict])
     assert [r.status for r in results] == ["pass", "pass", "fail"]  # 0.86 passes; 0.78 < 0.8
     assert results[2].reason == "lower bound 0.78 >= 0.8: no"
-    assert target_condition(results[2]) == ">= 0.8 @ lower"
-    upper = check_targets(card, parse_targets({"faithfulness": "< 0.9 @ upper"}))
+    assert goal_condition(results[2]) == ">= 0.8 @ lower"
+    upper = check_goals(card, parse_goals({"faithfulness": "< 0.9 @ upper"}))
     assert upper[0].status == "fail"  # the upper bound 0.93 is not under 0.9
     with pytest.raises(Exception, match="'@ lower' goes with > or >="):
-        parse_targets({"faithfulness": "< 0.9 @ lower"})
+        parse_goals({"faithfulness": "< 0.9 @ lower"})
 
 
 def test_non_inferiority_against_a_baseline_by_hand() -> None:
     from ragmeter.scoring.compare import Comparison, MetricComparison
-    from ragmeter.scoring.targets import parse_targets, target_condition
+    from ragmeter.scoring.goals import goal_condition, parse_goals
 
     card = _card_with_interval()
-    (target,) = parse_targets(["non_inferior(faithfulness, margin=0.02)"])
-    assert parse_targets({"faithfulness": "non_inferior(margin=0.02)"}) == [target]
+    (target,) = parse_goals(["non_inferior(faithfulness, margin=0.02)"])
+    assert parse_goals({"faithfulness": "non_inferior(margin=0.02)"}) == [target]
 
     def comparison(low: float, high: float, higher: bool = True) -> Comparison:
         row = MetricComparison(
@@ -196,22 +196,22 @@ def test_non_inferiority_against_a_baseline_by_hand() -> None:
             rows=[row],
         )  # fmt: skip
 
-    inside = check_targets(card, [target], comparison=comparison(-0.015, 0.004))
+    inside = check_goals(card, [target], comparison=comparison(-0.015, 0.004))
     assert inside[0].status == "pass"
     assert (
         inside[0].reason == "paired difference vs base1: lower bound -0.015 within the margin 0.02"
     )
-    beyond = check_targets(card, [target], comparison=comparison(-0.03, 0.004))
+    beyond = check_goals(card, [target], comparison=comparison(-0.03, 0.004))
     assert beyond[0].status == "fail"
     # lower is better: the upper end of the difference must stay under the margin
-    lower_better = check_targets(card, [target], comparison=comparison(-0.05, 0.01, False))
+    lower_better = check_goals(card, [target], comparison=comparison(-0.05, 0.01, False))
     assert lower_better[0].status == "pass"
-    alone = check_targets(card, [target])
+    alone = check_goals(card, [target])
     assert (alone[0].status, alone[0].reason) == (
         "not_measured",
         "non_inferior needs a baseline (eval --baseline RUN)",
     )
-    assert target_condition(alone[0]) == "non_inferior(margin=0.02)"
+    assert goal_condition(alone[0]) == "non_inferior(margin=0.02)"
 
 
 def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -234,10 +234,10 @@ def test_non_inferiority_gate_and_noise_flags_through_the_cli(tmp_path: Path) ->
     worse = _cli(tmp_path, "eval", *gated, "--top-k", "1", "--output-dir", "worse")
     assert worse.returncode == 4, worse.stdout + worse.stderr
     assert "recall_at_5 non_inferior(margin=0.02): fail" in worse.stdout
-    assert "targets failed: recall_at_5" in worse.stderr
+    assert "goals failed: recall_at_5" in worse.stderr
     # the verdict is the one stored, written to the run file and reported (not "not measured")
     (run_file,) = (tmp_path / "worse").glob("*.json")
-    (judged,) = json.loads(run_file.read_text())["targets"]
+    (judged,) = json.loads(run_file.read_text())["goals"]
     assert (judged["metric"], judged["status"]) == ("recall_at_5", "fail")
     assert "lower bound" in judged["reason"]
     shown = _cli(tmp_path, "show", json.loads(run_file.read_text())["id"], "--store", "runs.db")
@@ -262,11 +262,11 @@ def test_non_inferiority_gate_and_noise_flags_through_the_cli(tmp_path: Path) ->
 
 
 def test_a_mapping_target_keeps_its_interval_rule() -> None:
-    from ragmeter.scoring.targets import parse_targets, target_condition
+    from ragmeter.scoring.goals import goal_condition, parse_goals
 
-    (target,) = parse_targets([{"metric": "faithfulness", "op": ">=", "value": "0.8 @ lower"}])
-    (result,) = check_targets(_card_with_interval(), [target])
-    assert (target.rule, result.status, target_condition(result)) == (
+    (target,) = parse_goals([{"metric": "faithfulness", "op": ">=", "value": "0.8 @ lower"}])
+    (result,) = check_goals(_card_with_interval(), [target])
+    assert (target.rule, result.status, goal_condition(result)) == (
         "lower",
         "fail",
         ">= 0.8 @ lower",
@@ -275,7 +275,7 @@ def test_a_mapping_target_keeps_its_interval_rule() -> None:
 
 def test_non_inferiority_needs_paired_coverage() -> None:
     from ragmeter.scoring.compare import Comparison, MetricComparison
-    from ragmeter.scoring.targets import parse_targets
+    from ragmeter.scoring.goals import parse_goals
 
     row = MetricComparison(
         metric="faithfulness", group="generation", higher_is_better=True, baseline=0.87,
@@ -285,8 +285,8 @@ def test_non_inferiority_needs_paired_coverage() -> None:
     comparison = Comparison(
         baseline="b", candidate="c", n_shared_cases=6, alpha=0.05, margin=0.02, rows=[row]
     )
-    (target,) = parse_targets(["non_inferior(faithfulness, margin=0.02)"])
-    (result,) = check_targets(_card_with_interval(), [target], 0.9, comparison)
+    (target,) = parse_goals(["non_inferior(faithfulness, margin=0.02)"])
+    (result,) = check_goals(_card_with_interval(), [target], 0.9, comparison)
     assert result.status == "not_measured" and "paired coverage 0.60 < 0.90" in str(result.reason)
 
 

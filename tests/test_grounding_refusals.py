@@ -152,7 +152,7 @@ def test_five_refusals_in_words_skip_the_claim_metrics_and_the_run_passes(
     assert (support.n_scored, support.n_skipped, support.n_failed) == (21, 5, 0)
     unsupported = run.get("unsupported_claim_count")
     assert unsupported is not None and unsupported.value == pytest.approx(2 / 21)
-    [verdict] = outcome.record.targets
+    [verdict] = outcome.record.goals
     assert (verdict.metric, verdict.status) == ("claim_support_rate", "pass")
     assert verdict.value == pytest.approx(20 / 21)
     # before: the five refusals read as 0.0 each, (19 + 1 + 5 * 0) / 26 = 0.769 < 0.85: fail

@@ -83,7 +83,7 @@ def test_eval_on_the_demo_measures_the_guardrail(tmp_path: Path) -> None:
     # one attack scores in the warn band (0.40-0.50): flagged, answered, not blocked
     assert cards["injection_block_rate"]["value"] == pytest.approx((attacks - 1) / attacks)
     assert cards["injection_false_positive_rate"]["value"] == 0.0
-    targets = {t["metric"]: t["status"] for t in document["targets"]}
+    targets = {t["metric"]: t["status"] for t in document["goals"]}
     assert targets["injection_auc"] == "pass" and targets["injection_tpr_at_fpr_1"] == "pass"
     groups = document["breakdowns"]["attack_category"]
     assert set(groups) >= {"instruction_override", "bypass_intent", "(none)"}
@@ -133,7 +133,7 @@ def test_a_target_without_guardrail_scores_is_skipped_with_the_reason(tmp_path: 
     }
     auc_reasons = {case["scores"]["injection_auc"]["reason"] for case in document["cases"]}
     assert auc_reasons == {"target reported no guardrail score (guardrail_scores['injection'])"}
-    targets = {t["metric"]: t["status"] for t in document["targets"]}
+    targets = {t["metric"]: t["status"] for t in document["goals"]}
     assert targets["injection_auc"] == "not_measured"
 
 

@@ -16,7 +16,7 @@ from ragmeter.cli.main import main
 from ragmeter.config import ConfigError, load_config
 from ragmeter.datasets import load_dataset
 from ragmeter.metrics.base import GROUPS, PERSPECTIVES
-from ragmeter.models import MetricSummary, RunRecord, Scorecard, TargetResult
+from ragmeter.models import GoalResult, MetricSummary, RunRecord, Scorecard
 from ragmeter.reports.markdown import md_text, render_markdown
 from ragmeter.reports.perspectives import HEADLINES
 from ragmeter.runner.selection import smoke_cases
@@ -74,7 +74,7 @@ def test_perspective_safety_and_pipeline_on_the_demo(tmp_path: Path) -> None:
     assert metrics["injection_auc"]["value"] is not None
     assert metrics["pipeline_pass_rate"]["value"] is not None
     # the targets of the other perspectives are not checked (and fail no gate)
-    assert {t["metric"] for t in document["targets"]} == {
+    assert {t["metric"] for t in document["goals"]} == {
         "injection_auc",
         "injection_tpr_at_fpr_1",
         "pipeline_pass_rate",
@@ -132,8 +132,8 @@ def test_default_view_is_compact_and_verbose_prints_everything(tmp_path: Path) -
     assert len(lines) <= 45, compact.output  # about 40 lines for the demo
     for perspective in PERSPECTIVES:
         assert perspective in compact.output
-    assert "Targets" in compact.output and "mrr" in compact.output
-    assert "targets failed: recall_at_5" in compact.output  # failures are named
+    assert "Goals" in compact.output and "mrr" in compact.output
+    assert "goals failed: recall_at_5" in compact.output  # failures are named
     assert "precision_at_3" not in compact.output and "-v shows them all" in compact.output
 
     full = run(*eval_args(tmp_path / "b", "-v"))
@@ -178,17 +178,17 @@ def test_save_trace_writes_failed_cases_only(
     assert 0 < len(traces) < document["question_count"]  # failed cases only
     assert {t["perspective"] for t in traces} == {"operational", "pipeline"}
     kinds = {t["perspective"]: {r["kind"] for r in t["failed"]} for t in traces}
-    assert kinds == {"operational": {"target_error"}, "pipeline": {"target"}}
+    assert kinds == {"operational": {"target_error"}, "pipeline": {"goal"}}
     errored = [t for t in traces if t["failed"][0]["kind"] == "target_error"]
     assert errored and all(t["category"] == "numeric" for t in errored)
     assert all(t["response"] is None and "fell over" in t["error_message"] for t in errored)
-    piped = [t for t in traces if t["failed"][0]["kind"] == "target"]
+    piped = [t for t in traces if t["failed"][0]["kind"] == "goal"]
     assert {r["metric"] for t in piped for r in t["failed"]} == {"pipeline_pass_rate"}
     assert "list" in {t["category"] for t in piped}
     first = piped[0]
     assert first["request"]["question"] and first["response"]["answer"] == "I think so."
     assert first["scores"]["pipeline_pass_rate"]["value"] == 0.0
-    assert first["failed"][0]["target"] == "> 0.9" and first["failed"][0]["details"]["failed"]
+    assert first["failed"][0]["goal"] == "> 0.9" and first["failed"][0]["details"]["failed"]
     # every failed case, and no passing one
     passed = {
         case["case_id"]
@@ -305,9 +305,9 @@ def test_markdown_renders_intervals_and_targets_and_is_inert() -> None:
             },
         ),
         targets=[
-            TargetResult(metric="recall_at_5", op=">", threshold=0.7, value=0.75, status="pass"),
-            TargetResult(metric="mrr", op=">", threshold=0.5, value=0.4, status="fail"),
-            TargetResult(metric=hostile, op="<", threshold=0.2, value=None, status="not_measured"),
+            GoalResult(metric="recall_at_5", op=">", threshold=0.7, value=0.75, status="pass"),
+            GoalResult(metric="mrr", op=">", threshold=0.5, value=0.4, status="fail"),
+            GoalResult(metric=hostile, op="<", threshold=0.2, value=None, status="not_measured"),
         ],
     )
     text = render_markdown(record)

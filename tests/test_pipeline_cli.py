@@ -89,7 +89,7 @@ def test_eval_on_the_demo_measures_the_pipeline_pass_rate(tmp_path: Path) -> Non
     assert passed["n_scored"] == len(labelled) == 87 and passed["value"] is not None
     for name in ("timeout_rate", "empty_response_rate", "error_rate"):
         assert metrics[name]["value"] == 0.0
-    target = next(t for t in document["targets"] if t["metric"] == "pipeline_pass_rate")
+    target = next(t for t in document["goals"] if t["metric"] == "pipeline_pass_rate")
     assert target["status"] in ("pass", "fail") and target["value"] == passed["value"]
     budgets = document["performance"]["latency_budgets"]
     assert [(b["stage"], b["statistic"], b["budget_ms"]) for b in budgets] == [

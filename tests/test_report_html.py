@@ -238,34 +238,34 @@ def test_demo_comparison_corrected_p_mde_and_totals(demo: tuple[Path, Path, str,
 
 
 def test_targets_use_the_metric_kind(demo: tuple[Path, Path, str, str]) -> None:
-    from ragmeter.reports.console import target_value
-    from ragmeter.scoring.targets import target_condition
+    from ragmeter.reports.console import goal_value
+    from ragmeter.scoring.goals import goal_condition
 
     folder, store, base, _ = demo
     out = folder / "demo.html"
     _report(folder, base, "--store", str(store), "-o", str(out))
     html = out.read_text(encoding="utf-8")
     record = RunStore(store, create=False).get_run(base)
-    assert record.targets
-    section = html[html.index('<section id="targets">') :]
-    for target in record.targets:
+    assert record.goals
+    section = html[html.index('<section id="goals">') :]
+    for target in record.goals:
         row = re.search(rf'<th scope="row">{re.escape(esc(target.metric))}</th>(.*?)</tr>', section)
         assert row, target.metric
-        assert f'<td class="num">{esc(target_value(target, record.scorecard))}</td>' in row.group(1)
-        assert f"<td>{esc(target_condition(target))}</td>" in row.group(1)
+        assert f'<td class="num">{esc(goal_value(target, record.scorecard))}</td>' in row.group(1)
+        assert f"<td>{esc(goal_condition(target))}</td>" in row.group(1)
         if target.reason:  # why a target is not measured (or how it was judged), as in Markdown
             assert esc(target.reason) in row.group(1), target.metric
 
 
 def test_a_target_row_says_why_it_is_not_measured() -> None:
-    from ragmeter.models import RunRecord, TargetResult
-    from ragmeter.reports.html.run import targets_section
+    from ragmeter.models import GoalResult, RunRecord
+    from ragmeter.reports.html.run import goals_section
 
-    thin = TargetResult(
+    thin = GoalResult(
         metric="recall_at_5", op=">", threshold=0.7, value=0.571, status="not_measured",
         reason="coverage 0.58 < 0.90",
     )  # fmt: skip
-    margin = TargetResult(
+    margin = GoalResult(
         metric="token_f1", op=">", threshold=0.02, value=0.5, status="fail", rule="non_inferior",
         reason="paired difference vs b: lower bound -0.75 beyond the margin 0.02",
     )  # fmt: skip
@@ -273,7 +273,7 @@ def test_a_target_row_says_why_it_is_not_measured() -> None:
         id="r", name="r", created_at="2026-11-24T00:00:00+00:00", config={}, datasets=[],
         targets=[thin, margin],
     )  # fmt: skip
-    html = targets_section(record)
+    html = goals_section(record)
     assert "not measured: coverage 0.58 &lt; 0.90" in html
     assert "<td>non_inferior(margin=0.02)</td>" in html and "fail: paired difference" in html
 
@@ -327,7 +327,7 @@ def test_non_finite_and_valueless_scores(runs: tuple[Path, Path, str, str]) -> N
 
 def test_reports_of_an_unfinished_run_say_so() -> None:
     from ragmeter.models import RunRecord
-    from ragmeter.reports.html.run import scorecard_section, targets_section
+    from ragmeter.reports.html.run import goals_section, scorecard_section
     from ragmeter.reports.markdown import render_markdown
 
     record = RunRecord(
@@ -337,8 +337,8 @@ def test_reports_of_an_unfinished_run_say_so() -> None:
     markdown = render_markdown(record)
     assert "**not finished**: the run is interrupted" in markdown
     assert "`ragmeter eval --resume r1`" in markdown
-    assert "No targets." not in markdown and "Not evaluated: the run is not scored yet." in markdown
-    html = scorecard_section(record) + targets_section(record)
-    assert "Not finished: the run is interrupted" in html and "No targets" not in html
+    assert "No goals." not in markdown and "Not evaluated: the run is not scored yet." in markdown
+    html = scorecard_section(record) + goals_section(record)
+    assert "Not finished: the run is interrupted" in html and "No goals" not in html
     finished = record.model_copy(update={"status": "completed"})
-    assert "No targets." in render_markdown(finished)
+    assert "No goals." in render_markdown(finished)

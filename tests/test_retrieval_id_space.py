@@ -199,7 +199,7 @@ def test_a_run_of_unmatchable_ids_reads_failed_and_its_target_is_not_measured(
         for s in outcome.scores
         if s.metric == "recall_at_5"
     )
-    (verdict,) = [t for t in outcome.record.targets if t.metric == "recall_at_5"]
+    (verdict,) = [t for t in outcome.record.goals if t.metric == "recall_at_5"]
     assert verdict.status == "not_measured"
     assert any("never match gold ids" in note for note in failure_notes(outcome.record))
     assert recall.fail_reason is not None and recall.fail_reason.startswith(

@@ -8,11 +8,11 @@ from ragmeter.config import ModelPrice
 from ragmeter.metrics.performance import apply_prices, performance_summary
 from ragmeter.models import Case, CaseResult, MetricSummary, Response, Scorecard, Usage
 from ragmeter.scoring.breakdowns import BreakdownFieldError, case_labels, labels_by_case
-from ragmeter.scoring.targets import (
-    DEFAULT_TARGETS,
-    TargetSpecError,
-    check_targets,
-    parse_targets,
+from ragmeter.scoring.goals import (
+    DEFAULT_GOALS,
+    GoalSpecError,
+    check_goals,
+    parse_goals,
 )
 from ragmeter.scoring.weighted import weighted_score
 
@@ -78,26 +78,26 @@ def test_weighted_score_custom_weights_and_feeds() -> None:
 
 def test_targets_pass_fail_and_not_measured() -> None:
     card = _card(_summary("ndcg_at_5", "retrieval", 0.7), _summary("recall_at_5", "retrieval", 0.5))
-    results = {r.metric: r.status for r in check_targets(card, parse_targets(None))}
+    results = {r.metric: r.status for r in check_goals(card, parse_goals(None))}
     assert results["ndcg_at_5"] == "pass"
     assert results["recall_at_5"] == "fail"
     assert results["injection_auc"] == "not_measured"
-    assert len(results) == len(DEFAULT_TARGETS)
+    assert len(results) == len(DEFAULT_GOALS)
     empty = _card(_summary("mrr", "retrieval", None))
-    assert check_targets(empty, parse_targets({"mrr": ">= 0.5"}))[0].status == "not_measured"
+    assert check_goals(empty, parse_goals({"mrr": ">= 0.5"}))[0].status == "not_measured"
 
 
 def test_target_specs_in_every_form() -> None:
-    mapping = parse_targets({"mrr": ">= 0.5", "redundancy_ngram": "< 0.2"})
-    listed = parse_targets(["mrr >= 0.5", {"metric": "redundancy_ngram", "op": "<", "value": 0.2}])
+    mapping = parse_goals({"mrr": ">= 0.5", "redundancy_ngram": "< 0.2"})
+    listed = parse_goals(["mrr >= 0.5", {"metric": "redundancy_ngram", "op": "<", "value": 0.2}])
     assert [(t.metric, t.op, t.threshold) for t in mapping] == [
         (t.metric, t.op, t.threshold) for t in listed
     ]
-    assert parse_targets({}) == []
-    with pytest.raises(TargetSpecError, match=r"mrr.*'about 0\.5'"):
-        parse_targets({"mrr": "about 0.5"})
-    with pytest.raises(TargetSpecError, match="#1"):
-        parse_targets(["mrr"])
+    assert parse_goals({}) == []
+    with pytest.raises(GoalSpecError, match=r"mrr.*'about 0\.5'"):
+        parse_goals({"mrr": "about 0.5"})
+    with pytest.raises(GoalSpecError, match="#1"):
+        parse_goals(["mrr"])
 
 
 def test_breakdown_labels() -> None:
@@ -181,16 +181,16 @@ def test_eval_withholds_a_weighted_score_measured_on_one_case_of_four(tmp_path) 
 
 
 def test_a_value_within_rounding_of_the_threshold_equals_it() -> None:
-    from ragmeter.scoring.targets import holds
+    from ragmeter.scoring.goals import holds
 
     rounded = sum([0.2] * 12) / 12  # 0.20000000000000004 or 0.19999999999999998
     assert rounded != 0.2
     assert holds("<=", rounded, 0.2) and holds(">=", rounded, 0.2)
     assert not holds("<", rounded, 0.2) and not holds(">", rounded, 0.2)
     assert holds("<", 0.1999, 0.2) and not holds("<=", 0.2001, 0.2)
-    (result,) = check_targets(
+    (result,) = check_goals(
         _card(_summary("precision_at_5", "retrieval", 0.20000000000000004)),
-        parse_targets({"precision_at_5": "<= 0.2"}),
+        parse_goals({"precision_at_5": "<= 0.2"}),
     )
     assert result.status == "pass"
 
@@ -221,8 +221,8 @@ def test_eval_gate_passes_a_metric_that_is_exactly_at_its_threshold(tmp_path) ->
     assert result.exit_code == 4, result.output
     assert "precision_at_5 <= 0.2 0.200 pass" in shown
     assert (
-        "targets failed: precision_at_1" in shown
-        and "precision_at_5" not in shown.split("targets failed:")[1]
+        "goals failed: precision_at_1" in shown
+        and "precision_at_5" not in shown.split("goals failed:")[1]
     )
     run_file = next((tmp_path / "runs").glob("*.json"))
     card = {m["name"]: m for m in json.loads(run_file.read_text())["scorecard"]["metrics"]}

@@ -353,7 +353,7 @@ def _legacy_store(path: Path, upto: int = len(LEGACY_SCRIPTS)) -> None:
             (
                 record.created_at,
                 record.created_at,
-                record.schema_version,
+                "1",  # the version an older ragmeter wrote
                 _scorecard().model_dump_json(),
             ),
         )

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragmeter.errors import InputError
-from ragmeter.models import MetricSummary, RunRecord, Score, Scorecard, TargetResult
+from ragmeter.models import GoalResult, MetricSummary, RunRecord, Score, Scorecard
 from ragmeter.scoring.validity import (
     auc,
     average_ranks,
@@ -255,7 +255,7 @@ def summary(
     )  # fmt: skip
 
 
-def record(*summaries: MetricSummary, targets: list[TargetResult] | None = None) -> RunRecord:
+def record(*summaries: MetricSummary, targets: list[GoalResult] | None = None) -> RunRecord:
     return RunRecord(
         id="run1", name="r", status="completed", created_at="2026-01-01T00:00:00+00:00",
         config={}, datasets=["d"], targets=targets or [],
@@ -264,8 +264,8 @@ def record(*summaries: MetricSummary, targets: list[TargetResult] | None = None)
 
 
 def test_threshold_rule() -> None:
-    target = TargetResult(metric="m", op=">", threshold=0.85, value=0.9, status="pass")
-    assert threshold_for(summary("m"), [target]) == (">", 0.85, "the run's target > 0.85")
+    target = GoalResult(metric="m", op=">", threshold=0.85, value=0.9, status="pass")
+    assert threshold_for(summary("m"), [target]) == (">", 0.85, "the run's goal > 0.85")
     assert threshold_for(summary("m"), []) == (">=", 0.5, "midpoint of its 0-1 scale")
     lower = summary("m", kind="score", higher=False, scale=(0.0, 5.0))
     assert threshold_for(lower, []) == ("<=", 2.5, "midpoint of its 0-5 scale")

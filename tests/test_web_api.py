@@ -192,8 +192,8 @@ def test_run_api_numbers_equal_the_store(
             assert summary["n_scored"] == stored.n_scored
             seen += 1
     assert seen == len(record.scorecard.metrics)
-    assert [t["metric"] for t in document["targets"]] == [t.metric for t in record.targets]
-    assert [t["value"] for t in document["targets"]] == [t.value for t in record.targets]
+    assert [t["metric"] for t in document["goals"]] == [t.metric for t in record.goals]
+    assert [t["value"] for t in document["goals"]] == [t.value for t in record.goals]
     assert document["run"]["question_count"] == record.question_count == 87
     assert set(document["breakdowns"]) == set(record.breakdowns)
     latencies = [r.latency_ms for r in reference.get_results(web.full) if r.latency_ms is not None]

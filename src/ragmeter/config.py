@@ -33,14 +33,13 @@ __all__ = [
     "DEFAULT_STORE",
     "ENV_FIELDS",
     "REDACTED",
-    "SEED_002_ALIASES",
+    "SEED_ALIASES",
     "ConfigError",
     "EvalConfig",
     "TargetConfig",
     "case_timeout_for",
     "config_from_snapshot",
     "load_config",
-    "read_targets_file",
     "redact",
     "run_folder_for",
     "validate_grounding_model",
@@ -58,8 +57,8 @@ DEFAULT_CASE_TIMEOUT_S = 60.0
 DEFAULT_RELEVANCE_LEVEL = 1
 # cases retrieving a gold id, at least, else retrieval fails as unmatchable (docs/metrics.md)
 DEFAULT_ID_SPACE_MIN_OVERLAP = 0.05
-# the share of its cases a metric must be measured on (paired on, in a comparison) for a target
-# or a gate to rely on it
+# the share of its cases a metric must be measured on (paired on, in a comparison) for a goal or
+# a gate to rely on it
 DEFAULT_COVERAGE_FLOOR = 0.9
 # the highest relevance grade a gold passage can have (0-3, docs/datasets.md)
 MAX_RELEVANCE_GRADE = 3
@@ -117,19 +116,22 @@ def case_timeout_for(target_timeout_s: float) -> float:
     return max(target_timeout_s * 3, target_timeout_s + 1)
 
 
-# seed 002's EvalConfig field names -> ragmeter's (``datasets`` is the same name; a
-# DatasetName member is a str, so it is read as its name)
-SEED_002_ALIASES = {"samples_per_dataset": "samples", "rag_server_url": "target.url"}
+# the seeds' field names -> ragmeter's (a seed 002 DatasetName is a str: read as its name)
+SEED_ALIASES = {
+    "samples_per_dataset": "samples",
+    "rag_server_url": "target.url",
+    "targets": "goals",
+}
 
 
-def seed_002_aliases(data: Any) -> Any:
-    """``data`` with seed 002's field names (``samples_per_dataset``, ``rag_server_url``)
-    moved to ragmeter's (``samples``, ``target.url``: an HTTP target); giving both names of
-    one setting with different values is an error."""
-    if not isinstance(data, dict) or not any(name in data for name in SEED_002_ALIASES):
+def seed_aliases(data: Any) -> Any:
+    """``data`` with the seeds' field names (``samples_per_dataset``, ``rag_server_url``,
+    ``targets``) moved to ragmeter's (``samples``, ``target.url``: an HTTP target, ``goals``);
+    giving both names of one setting with different values is an error."""
+    if not isinstance(data, dict) or not any(name in data for name in SEED_ALIASES):
         return data
     data = dict(data)
-    for alias, path in SEED_002_ALIASES.items():
+    for alias, path in SEED_ALIASES.items():
         if alias not in data:
             continue
         value = data.pop(alias)
@@ -211,8 +213,8 @@ class EvalConfig(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _seed_002_names(cls, data: Any) -> Any:
-        return seed_002_aliases(data)
+    def _seed_names(cls, data: Any) -> Any:
+        return seed_aliases(data)
 
     @field_validator("judge_tasks", mode="before")
     @classmethod
@@ -360,8 +362,8 @@ class EvalConfig(BaseModel):
     objectives: dict[str, list[str]] | None = None
     reference_cost_usd: float = Field(default=0.01, gt=0)
     reference_latency_ms: float = Field(default=1000.0, gt=0)
-    # targets (seed 003): {metric: "> 0.6"} or a list; None means the default table
-    targets: dict[str, Any] | list[Any] | None = None
+    # goals (seed 003's targets): {metric: "> 0.6"} or a list; None means the default table
+    goals: dict[str, Any] | list[Any] | None = None
     prices: dict[str, ModelPrice] = Field(default_factory=dict)
     store: str = DEFAULT_STORE
     # not given: run_folder_for(store), so run files follow the store
@@ -483,18 +485,5 @@ def config_snapshot(config: EvalConfig) -> dict[str, Any]:
 def config_from_snapshot(stored: dict[str, Any]) -> EvalConfig:
     """The config of a stored run from its snapshot (keys a newer or older version added are
     left out)."""
-    known = {k: v for k, v in stored.items() if k in EvalConfig.model_fields}
+    known = {k: v for k, v in seed_aliases(stored).items() if k in EvalConfig.model_fields}
     return EvalConfig.model_validate(known)
-
-
-def read_targets_file(path: str) -> dict[str, Any] | list[Any]:
-    """A YAML targets file: ``{metric: '> 0.6'}``, a list, or either under ``targets:``."""
-    try:
-        loaded = load_yaml(Path(path), path)
-    except YamlError as exc:
-        raise ConfigError(f"cannot read targets: {exc}") from exc
-    if isinstance(loaded, dict) and set(loaded) == {"targets"}:
-        loaded = loaded["targets"]
-    if not isinstance(loaded, dict | list):
-        raise ConfigError(f"{path}: targets must be a mapping or a list")
-    return loaded

@@ -14,7 +14,7 @@ from ragmeter.config import (
     ConfigError,
     EvalConfig,
     load_config,
-    seed_002_aliases,
+    seed_aliases,
 )
 from ragmeter.redaction import redact
 from ragmeter.yamlio import YamlError, load_yaml
@@ -37,7 +37,7 @@ def _file_paths(yaml_path: str | Path) -> set[str]:
     if not isinstance(loaded, dict):
         raise ConfigError(f"{yaml_path}: a config file must hold a mapping")
     try:
-        data = seed_002_aliases(loaded)
+        data = seed_aliases(loaded)
     except ValueError as exc:
         raise ConfigError(f"{yaml_path}: invalid config: {exc}") from exc
     paths = set()

@@ -2,7 +2,7 @@
 uses for it (docs/runs.md lists them).
 
 Every error a user can meet derives from :class:`RagmeterError`: bad input (:class:`InputError`
-and its kinds: datasets, config, YAML, names, plugins, stores, judges' settings, targets tables,
+and its kinds: datasets, config, YAML, names, plugins, stores, judges' settings, goals tables,
 breakdowns, TREC measures), a target that failed (``TargetError``, exit 3), a judge call that
 failed (``JudgeError``, ``JudgeFailure``: recorded on the case, the run goes on), an embedder
 that cannot be built, an interrupted run (exit 130). A few exceptions are internal signals

@@ -1,7 +1,7 @@
 """Pydantic models shared by every stage: cases, responses, scores and run records.
 
-The schema is versioned (``SCHEMA_VERSION``); the version is written into every run record and
-run file so that a later ragmeter can read an older run.
+A run has one version number, the run file's (``RUN_FILE_VERSION``): a later ragmeter reads an
+older run by it, from its file or its store row.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from pydantic import (
 
 from ragmeter.replies import prepared_reply
 
-SCHEMA_VERSION = "1"
+# 3: "goals" (seed 003's "targets", read too); no second "schema_version" in the record
+RUN_FILE_VERSION = 3
 
 HEADING_DELIMITER = " > "
 
@@ -439,17 +440,18 @@ class WeightedScore(BaseModel):
     detail: list[ObjectiveScore] = Field(default_factory=list)
 
 
-TargetStatus = Literal["pass", "fail", "not_measured"]
+GoalStatus = Literal["pass", "fail", "not_measured"]
 
 
-class TargetResult(BaseModel):
-    """One row of the targets table (seed 003): metric, comparison, threshold and verdict."""
+class GoalResult(BaseModel):
+    """One row of the goals table (seed 003's targets): metric, comparison, threshold and
+    verdict."""
 
     metric: str
     op: str
     threshold: float
     value: float | None
-    status: TargetStatus
+    status: GoalStatus
     perspective: str | None = None
     optional: bool = False
     # why the verdict: a coverage under the floor, the interval bound or paired difference read
@@ -462,7 +464,6 @@ class TargetResult(BaseModel):
 class RunRecord(BaseModel):
     """A run as stored and as written to its JSON file (seed 002's Run Output, extended)."""
 
-    schema_version: str = SCHEMA_VERSION
     id: str
     name: str
     status: Literal["running", "completed", "interrupted"] = "running"
@@ -475,7 +476,10 @@ class RunRecord(BaseModel):
     error_count: int = 0
     breakdowns: dict[str, dict[str, list[MetricSummary]]] = Field(default_factory=dict)
     weighted_score: WeightedScore | None = None
-    targets: list[TargetResult] = Field(default_factory=list)
+    # seed 003's "targets"; a run file or store row written before the name changed says so
+    goals: list[GoalResult] = Field(
+        default_factory=list, validation_alias=AliasChoices("goals", "targets")
+    )
     performance: dict[str, Any] = Field(default_factory=dict)
     judge_reliability: dict[str, Any] | None = None
     # the target's index statistics, fetched once per run (ragmeter.targets.index_stats)

@@ -107,7 +107,7 @@ def rag_config(pytestconfig: pytest.Config) -> EvalConfig:
 
 @pytest.fixture(scope="session")
 def rag_run(pytestconfig: pytest.Config, rag_config: EvalConfig) -> Run:
-    """The session's finished evaluation run (one run, shared by every test that asks);
+    """The session's finished run (one run, shared by every test that asks);
     skips the test unless pytest was given --run-eval."""
     if not pytestconfig.getoption("--run-eval"):
         pytest.skip(SKIP_REASON)

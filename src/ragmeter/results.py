@@ -1,5 +1,5 @@
 """A finished run as the Python API returns it: :class:`Run`, the typed run file (the run record:
-scorecard with intervals and counts, weighted score, targets; and every case with its scores),
+scorecard with intervals and counts, weighted score, goals; and every case with its scores),
 with the path of its JSON file and ``to_pandas()`` for analysis in a notebook."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ class MissingDependencyError(RagmeterError, ImportError):
 
 class Run(RunFile):
     """A completed (or interrupted) run: the run record's fields (``id``, ``status``,
-    ``scorecard``, ``weighted_score``, ``targets``, ``question_count``, ``error_count``, ...)
+    ``scorecard``, ``weighted_score``, ``goals``, ``question_count``, ``error_count``, ...)
     and ``cases``, one :class:`~ragmeter.runfile.CaseOutcome` a case."""
 
     _path: Path | None = PrivateAttr(default=None)

@@ -2,7 +2,7 @@
 
 Its header is seed 002's Run Output (``id``, ``name``, ``created_at``, ``completed_at``,
 ``config``, ``datasets``, ``scorecard``, ``weighted_score``, ``question_count``,
-``error_count``) extended with the status, breakdowns, targets, performance and judge
+``error_count``) extended with the status, breakdowns, goals, performance and judge
 reliability; ``cases`` comes last, one entry per case with its outcome and ``scores`` (metric
 name to value, or to ``{"status", "reason"}`` when skipped or failed), and, for a detector
 metric (``injection_auc``: an ``auc`` or ``tpr_at_fpr_*`` aggregation), ``labels``: metric name
@@ -11,8 +11,9 @@ to the case's label (true: an attack), so a comparison read from files can recom
 The engine writes it through :meth:`RunFile.write`; ``compare`` and ``--baseline`` read it
 with :meth:`RunFile.read`. ``RunFile.read(path, header_only=True)`` parses the header and
 stops at ``cases``, so a large run's summary is read without its cases. A file without
-``run_file_version`` is version 1 (same shape); a newer version than this ragmeter knows is
-refused with a message.
+``run_file_version`` is version 1 (same shape; versions 1 and 2 name the goals ``targets`` and
+carry a ``schema_version``); a newer version than this ragmeter knows is refused with a
+message.
 """
 
 from __future__ import annotations
@@ -29,9 +30,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from typing_extensions import TypedDict
 
 from ragmeter.errors import InputError
-from ragmeter.models import CaseResult, RunRecord, Score
+from ragmeter.models import RUN_FILE_VERSION, CaseResult, RunRecord, Score
 
-RUN_FILE_VERSION = 2
 _CHUNK = 1 << 16
 
 

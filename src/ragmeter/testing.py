@@ -1,6 +1,6 @@
-"""``assert_rag(run, "faithfulness > 0.8", ...)``: targets checked as a test assertion.
+"""``assert_rag(run, "faithfulness > 0.8", ...)``: goals checked as a test assertion.
 
-Each condition is a target as the targets table writes it (``"mrr > 0.5"``, ``"ndcg_at_5 >= 0.6 @
+Each condition is a goal as the goals table writes it (``"mrr > 0.5"``, ``"ndcg_at_5 >= 0.6 @
 lower"``). The assertion passes only when every condition passes; a metric the run does not
 have, one every case skipped, or one measured on too few of its cases fails it with that
 reason, never passes. The message gives each condition's value, its 95% interval, the
@@ -13,7 +13,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ragmeter.models import MetricSummary, RunRecord, TargetResult
+from ragmeter.models import GoalResult, MetricSummary, RunRecord
 
 if TYPE_CHECKING:
     from ragmeter.runner.engine import RunOutcome
@@ -24,7 +24,7 @@ __all__ = ["RagAssertionError", "assert_rag", "explain"]
 class RagAssertionError(AssertionError):
     """A condition of :func:`assert_rag` failed or was not measured; ``results`` has them all."""
 
-    def __init__(self, message: str, results: list[TargetResult]) -> None:
+    def __init__(self, message: str, results: list[GoalResult]) -> None:
         super().__init__(message)
         self.results = results
 
@@ -72,12 +72,12 @@ def _coverage(summary: MetricSummary) -> str:
     return ", ".join(parts)
 
 
-def explain(run: RunRecord, result: TargetResult, condition: str) -> str:
+def explain(run: RunRecord, result: GoalResult, condition: str) -> str:
     """One condition's line: verdict, value, interval, coverage, and why it was not measured."""
-    from ragmeter.scoring.targets import target_condition
+    from ragmeter.scoring.goals import goal_condition
 
     verdict = {"pass": "PASS", "fail": "FAIL"}.get(result.status, "NOT MEASURED")
-    written = f"{result.metric} {target_condition(result)}" if condition == "" else condition
+    written = f"{result.metric} {goal_condition(result)}" if condition == "" else condition
     summary = run.scorecard.get(result.metric) if run.scorecard is not None else None
     if summary is None:
         names = [m.name for m in run.scorecard.metrics] if run.scorecard is not None else []
@@ -107,24 +107,24 @@ def assert_rag(
     run: RunRecord | RunOutcome | str | Path,
     *conditions: str,
     coverage_floor: float | None = None,
-) -> list[TargetResult]:
+) -> list[GoalResult]:
     """Check ``conditions`` (``"METRIC OP VALUE"``) on a finished run; raise
     :class:`RagAssertionError` (an AssertionError) explaining every condition unless all pass.
 
     ``run``: what :func:`ragmeter.run_evaluation` or the ``rag_run`` fixture returns, a run
     record, a ``RunOutcome`` or a run file's path. ``coverage_floor``: the share of its cases a
     metric must be measured on (default: the run's ``coverage_floor`` setting, else 0)."""
-    from ragmeter.scoring.targets import check_targets, parse_targets
+    from ragmeter.scoring.goals import check_goals, parse_goals
 
     __tracebackhide__ = True  # pytest shows the caller's line and the message, not this body
     if not conditions:
         raise ValueError('assert_rag: give at least one condition, e.g. "mrr > 0.5"')
     record = _record(run)
-    targets = parse_targets(list(conditions))
+    goals = parse_goals(list(conditions))
     floor = coverage_floor
     if floor is None:
         floor = float(record.config.get("coverage_floor") or 0.0)
-    results = check_targets(record.scorecard, targets, coverage_floor=floor)
+    results = check_goals(record.scorecard, goals, coverage_floor=floor)
     lines = [explain(record, r, c.strip()) for r, c in zip(results, conditions, strict=True)]
     missed = [r for r in results if r.status != "pass"]
     if missed:

@@ -142,7 +142,7 @@ def _card(outcome: RunOutcome) -> dict[str, Any]:
         "scorecard": record.scorecard.model_dump(),
         "breakdowns": record.breakdowns,
         "weighted": record.weighted_score.model_dump() if record.weighted_score else None,
-        "targets": [t.model_dump() for t in record.targets],
+        "targets": [t.model_dump() for t in record.goals],
         "performance": record.performance,
     }
 

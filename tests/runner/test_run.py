@@ -80,16 +80,16 @@ def test_named_run_files_get_the_non_inferior_verdict(tmp_path: Path) -> None:
         "cand.json",
         "cand.md",
     ]
-    (target,) = json.loads((runs / "cand.json").read_text())["targets"]
+    (target,) = json.loads((runs / "cand.json").read_text())["goals"]
     # the same reference pipeline on the same cases: a paired difference of exactly 0
     assert (target["metric"], target["status"]) == ("mrr", "pass")
     assert target["reason"] == f"paired difference vs {base}: lower bound +0 within the margin 0.02"
     assert "✅ pass: paired difference vs" in (runs / "cand.md").read_text()
-    assert f"target mrr non_inferior(margin=0.02): pass (paired difference vs {base}" in (
+    assert f"goal mrr non_inferior(margin=0.02): pass (paired difference vs {base}" in (
         result.stdout
     )
     run_id = json.loads((runs / "cand.json").read_text())["id"]
-    stored = json.loads(_ragmeter(tmp_path, "show", "--json", run_id).stdout)["targets"]
+    stored = json.loads(_ragmeter(tmp_path, "show", "--json", run_id).stdout)["goals"]
     assert stored == [target]
 
 
@@ -102,10 +102,10 @@ def test_evaluate_writes_what_the_cli_writes(
     (tmp_path / "targets.yaml").write_text(NON_INFERIOR_AND_FAILING)
     result = _ragmeter(
         tmp_path, "eval", "--no-progress", "--metrics", "retrieval", "--output", "cli",
-        "--baseline", base, "--targets", "targets.yaml", "--gate", "--save-trace", "traces",
+        "--baseline", base, "--goals", "targets.yaml", "--gate", "--save-trace", "traces",
     )  # fmt: skip
     assert result.returncode == 4, result.stderr
-    assert "gate: targets failed: recall_at_5 0.965 (target > 0.99)" in result.stderr
+    assert "gate: goals failed: recall_at_5 0.965 (goal > 0.99)" in result.stderr
     monkeypatch.chdir(tmp_path)
     config = EvalConfig(
         metrics=["retrieval"],
@@ -116,7 +116,7 @@ def test_evaluate_writes_what_the_cli_writes(
         save_trace="traces",
         progress=False,  # --no-progress
     )
-    with pytest.raises(GateFailedError, match=r"recall_at_5 0\.965 \(target > 0\.99\)") as failed:
+    with pytest.raises(GateFailedError, match=r"recall_at_5 0\.965 \(goal > 0\.99\)") as failed:
         evaluate(config)
     outcome = failed.value.outcome
     runs = tmp_path / ".ragmeter" / "runs"
@@ -138,7 +138,7 @@ def test_evaluate_writes_what_the_cli_writes(
     assert outcome.trace_files == {
         Path("traces") / f"retrieval-{py_id}.jsonl": py_trace.count("\n")
     }
-    verdicts = {t.metric: t.status for t in outcome.record.targets}
+    verdicts = {t.metric: t.status for t in outcome.record.goals}
     assert verdicts == {"mrr": "pass", "recall_at_5": "fail"}
 
 
@@ -156,7 +156,7 @@ def _run_count(store: Path) -> int:
     ("changes", "message"),
     [
         ({"gate": True, "baseline": "nope"}, r"--baseline: no run 'nope'|--baseline nope: "),
-        ({"gate": True, "targets": {}}, r"--gate with an empty targets table checks nothing"),
+        ({"gate": True, "goals": {}}, r"--gate with an empty goals table checks nothing"),
         (
             {"targets": {"mrr": "non_inferior(margin=0.02)"}},
             r"non_inferior on mrr needs a baseline",

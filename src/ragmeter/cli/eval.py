@@ -12,7 +12,7 @@ from ragmeter.cli.app import console, fail, main
 from ragmeter.cli.compat_options import seed002_options
 from ragmeter.cli.executor_options import executor_options
 from ragmeter.cli.noise_options import noise_options
-from ragmeter.cli.options import config_overrides, pairs, shared, target_spec, targets_file
+from ragmeter.cli.options import config_overrides, goals_file, pairs, shared, target_spec
 from ragmeter.cli.overrides import (
     option_names,
     refuse_conflicting_options,
@@ -139,13 +139,15 @@ from ragmeter.reports.terminal import inert
     f"default: {', '.join(DEFAULT_BREAKDOWNS)}).",
 )
 @click.option(
+    "--goals",
     "--targets",
-    "targets_file",
+    "goals_file",
     type=click.Path(dir_okay=False),
-    callback=targets_file,
-    help="YAML targets ({metric: '> 0.6'} or a list); replaces the default table.",
+    callback=goals_file,
+    help="YAML goals ({metric: '> 0.6'} or a list; seed 003's targets, --targets works too); "
+    "replaces the default table.",
 )
-@click.option("--gate", is_flag=True, help="Exit 4 when a target fails (after storing the run).")
+@click.option("--gate", is_flag=True, help="Exit 4 when a goal fails (after storing the run).")
 @click.option(
     "--baseline",
     help="Run id or run JSON file: check the new run for regressions against it (exit 4).",
@@ -209,7 +211,7 @@ def _judge_estimate(config: EvalConfig) -> None:
 def rescore_command(
     ctx: click.Context, /, run_id: str, store: str, output_dir: str | None, **_: Any
 ) -> None:
-    """Score a stored run again without calling the system under test.
+    """Score a stored run again without asking its target again.
 
     The stored responses are scored with the run's config, changed by the options given (for
     example another judge); the result is a new run, so `ragmeter compare OLD NEW` works.

@@ -1,4 +1,4 @@
-"""``ragmeter generate``: a test set written from a corpus by an LLM judge."""
+"""``ragmeter generate``: a dataset written from a corpus by an LLM judge."""
 
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ def generate_command(
     concurrency: int,
     as_json: bool,
 ) -> None:
-    """Write a test set of COUNT cases from CORPUS with an LLM judge.
+    """Write a dataset of COUNT cases from CORPUS with an LLM judge.
 
     CORPUS is what `ragmeter eval --corpus` takes (a Markdown folder, cranfield:DIR, beir:DIR,
     ...). Each case is written from the reference pipeline's chunks, keeps their ids as gold

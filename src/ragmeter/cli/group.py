@@ -42,7 +42,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "generate": (
         "ragmeter.cli.generate",
         "generate_command",
-        "Write a test set of COUNT cases from CORPUS with an LLM judge.",
+        "Write a dataset of COUNT cases from CORPUS with an LLM judge.",
     ),
     "index": (
         "ragmeter.cli.index",
@@ -80,7 +80,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "rescore": (
         "ragmeter.cli.eval",
         "rescore_command",
-        "Score a stored run again without calling the system under test.",
+        "Score a stored run again without asking its target again.",
     ),
     "runs": ("ragmeter.cli.runs", "runs_command", "List stored runs, newest first."),
     "serve": (

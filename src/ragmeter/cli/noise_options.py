@@ -26,7 +26,7 @@ noise_options = option_group(
         "--coverage-floor",
         "coverage_floor",
         type=click.FloatRange(0.0, 1.0),
-        help="A target whose metric measured less than this share of the cases it applies to "
+        help="A goal whose metric measured less than this share of the cases it applies to "
         f"is not measured (default {DEFAULT_COVERAGE_FLOOR:g}).",
     ),
 )

@@ -22,17 +22,16 @@ from ragmeter.config import (
     DEFAULT_SEED,
     DEFAULT_STORE,
     env_var,
-    read_targets_file,
 )
 
 __all__ = [
     "CONFIG_FIELDS",
     "comma_list",
     "config_overrides",
+    "goals_file",
     "pairs",
     "shared",
     "target_spec",
-    "targets_file",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -99,9 +98,11 @@ def target_spec(ctx: click.Context, param: click.Parameter, spec: str | None) ->
         return parse_target_spec(spec)
 
 
-def targets_file(ctx: click.Context, param: click.Parameter, path: str | None) -> Any:
-    """A click callback: the targets table read from ``--targets FILE``."""
-    return read_targets_file(path) if path else None
+def goals_file(ctx: click.Context, param: click.Parameter, path: str | None) -> Any:
+    """A click callback: the goals table read from ``--goals FILE``."""
+    from ragmeter.scoring.goals import read_goals_file
+
+    return read_goals_file(path) if path else None
 
 
 # name -> (declarations, click attributes); see shared()

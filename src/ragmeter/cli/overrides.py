@@ -37,7 +37,7 @@ CONFIG_FIELDS: dict[str, tuple[str, Callable[[Any], Any] | None]] = {
     "output_dir": ("output_dir", None),
     "no_progress": ("progress", lambda _: False),
     "breakdowns": ("breakdowns", list),
-    "targets_file": ("targets", None),
+    "goals_file": ("goals", None),
     "judge": ("judge", None),
     "max_judge_cost": ("max_judge_cost", None),
     "spot_check": ("spot_check", None),

@@ -34,7 +34,7 @@ seed003_options = option_group(
         "-v",
         "--verbose",
         is_flag=True,
-        help="Print the full scorecard (default: headline metrics per perspective, targets and "
+        help="Print the full scorecard (default: headline metrics per perspective, goals and "
         "failures).",
     ),
     click.option(

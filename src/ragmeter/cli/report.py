@@ -116,7 +116,7 @@ def _comparison(
     type=click.Choice(REPORT_FORMATS),
     default="html",
     show_default=True,
-    help="'html': one self-contained page that works offline (scorecard, targets, breakdowns, "
+    help="'html': one self-contained page that works offline (scorecard, goals, breakdowns, "
     "latency, every case with its drill-down); 'md': Markdown; 'csv': one row a case and "
     "metric; 'json': the run file. A comparison takes html or md.",
 )

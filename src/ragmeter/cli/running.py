@@ -92,17 +92,17 @@ def print_outcome(outcome: RunOutcome, config: EvalConfig) -> None:
     comparison with the baseline and the verdicts; the reasons it failed on stderr."""
     from ragmeter.reports.compare_console import comparison_table
     from ragmeter.reports.perspectives import print_compact
-    from ragmeter.scoring.targets import target_condition
+    from ragmeter.scoring.goals import goal_condition
 
     (print_run if config.verbose else print_compact)(outcome.record, console)
     console.print(Text(f"stored in {config.store} · run file {outcome.run_file}"), highlight=False)
     print_files(outcome, config.save_trace is not None)
     if outcome.comparison is not None:
         console.print(comparison_table(outcome.comparison))
-    for result in outcome.record.targets:
+    for result in outcome.record.goals:
         if result.rule == "non_inferior" and outcome.comparison is not None:
-            line = f"{result.metric} {target_condition(result)}: {result.status} ({result.reason})"
-            console.print(Text(f"target {inert(line, markup=False)}"))
+            line = f"{result.metric} {goal_condition(result)}: {result.status} ({result.reason})"
+            console.print(Text(f"goal {inert(line, markup=False)}"))
     for reason in outcome.verdict.reasons if outcome.verdict is not None else []:
         errors.print(Text(reason, style="red"), highlight=False, soft_wrap=True)
 

@@ -13,7 +13,7 @@ from ragmeter.models import Case
 
 
 def write_cases(path: Path, cases: list[Case]) -> None:
-    """Write ``cases`` to ``path`` (refuses an empty list: an empty test set is never
+    """Write ``cases`` to ``path`` (refuses an empty list: an empty dataset is never
     written)."""
     if not cases:
         raise ValueError("no cases to write")

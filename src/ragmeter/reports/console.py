@@ -1,7 +1,7 @@
 """The console scorecard (rich tables).
 
 Every string that came from outside ragmeter (run and dataset names, metric names of plugins
-and targets files, breakdown labels, case ids, error messages, latency stage names) goes
+and goals files, breakdown labels, case ids, error messages, latency stage names) goes
 through :func:`ragmeter.reports.terminal.inert` before it reaches a table. Metric names and
 numbers are never cut: a table that is too wide for the console falls back to a narrower
 layout (:class:`Fit`) instead of truncating cells with an ellipsis.
@@ -19,15 +19,15 @@ from rich.text import Text
 
 from ragmeter.models import (
     CaseResult,
+    GoalResult,
     MetricSummary,
     RunRecord,
     Scorecard,
-    TargetResult,
     WeightedScore,
 )
 from ragmeter.reports.operational import operational_renderables
 from ragmeter.reports.terminal import inert, inert_text
-from ragmeter.scoring.targets import target_condition
+from ragmeter.scoring.goals import goal_condition
 from ragmeter.text import visible
 
 if TYPE_CHECKING:
@@ -270,8 +270,8 @@ def under_coverage(weighted: WeightedScore, quote: Callable[[str], str] = inert)
     return f"left out, measured on too few cases: {listed}"
 
 
-def target_value(result: TargetResult, scorecard: Scorecard | None) -> str:
-    """A target's value as its metric's kind reads (a count with its unit, ms, $), three
+def goal_value(result: GoalResult, scorecard: Scorecard | None) -> str:
+    """A goal's value as its metric's kind reads (a count with its unit, ms, $), three
     decimals when the metric is not in the scorecard."""
     summary = scorecard.get(result.metric) if scorecard is not None else None
     if result.value is None:
@@ -279,13 +279,13 @@ def target_value(result: TargetResult, scorecard: Scorecard | None) -> str:
     return format_value(summary, result.value) if summary is not None else f"{result.value:.3f}"
 
 
-def targets_table(results: list[TargetResult], scorecard: Scorecard | None = None) -> Table:
-    table = Table(title="Targets", title_justify="left")
+def goals_table(results: list[GoalResult], scorecard: Scorecard | None = None) -> Table:
+    table = Table(title="Goals", title_justify="left")
     table.add_column("metric", no_wrap=True)
-    for column in ("target", "value", "status"):
+    for column in ("goal", "value", "status"):
         table.add_column(column, no_wrap=True)
     for result in results:
-        # a required target that no case measured fails a gate, so it is shown in red
+        # a required goal that no case measured fails a gate, so it is shown in red
         colour = {"pass": "green", "fail": "red"}.get(
             result.status, "dim" if result.optional else "red"
         )
@@ -296,8 +296,8 @@ def targets_table(results: list[TargetResult], scorecard: Scorecard | None = Non
             status += " (optional)"
         table.add_row(
             inert(result.metric),
-            inert(target_condition(result)),
-            target_value(result, scorecard),
+            inert(goal_condition(result)),
+            goal_value(result, scorecard),
             f"[{colour}]{status}[/]",
         )
     return table
@@ -461,8 +461,8 @@ def print_run(record: RunRecord, console: Console) -> None:
     console.print(scorecard_table(record))
     if record.weighted_score is not None:
         console.print(weighted_line(record.weighted_score))
-    if record.targets:
-        console.print(targets_table(record.targets, record.scorecard))
+    if record.goals:
+        console.print(goals_table(record.goals, record.scorecard))
     latency = latency_table(record.performance)
     if latency is not None and len(record.performance.get("latency_ms", {})) > 1:
         console.print(latency)

@@ -1,10 +1,10 @@
 """The Markdown report (seed 003's "Output Files"): written beside the run JSON as
 ``<same stem>.md``, with the run's header, a section a perspective (every metric: value, 95%
-interval, n/skip/fail) and the targets with pass, fail or not measured.
+interval, n/skip/fail) and the goals with pass, fail or not measured.
 
-Text that comes from the run (names, datasets, metric and target names) is made inert: pipes,
+Text that comes from the run (names, datasets, metric names) is made inert: pipes,
 backticks, brackets, asterisks and the like are escaped and ``<`` / ``>`` / ``&`` become
-entities, so nothing in a dataset or a targets file can change the table or inject HTML.
+entities, so nothing in a dataset or a goals file can change the table or inject HTML.
 """
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ragmeter.models import MetricSummary, RunRecord, Scorecard, TargetResult
-from ragmeter.reports.console import format_value, target_value, under_coverage
+from ragmeter.models import GoalResult, MetricSummary, RunRecord, Scorecard
+from ragmeter.reports.console import format_value, goal_value, under_coverage
 from ragmeter.reports.failures import failure_summary
 from ragmeter.reports.operational import reading_notes
-from ragmeter.reports.perspectives import by_perspective, target_perspective
-from ragmeter.scoring.targets import target_condition
+from ragmeter.reports.perspectives import by_perspective, goal_perspective
+from ragmeter.scoring.goals import goal_condition
 
 __all__ = ["markdown_path", "md_text", "render_markdown", "write_markdown"]
 
@@ -55,16 +55,16 @@ def _metric_rows(summaries: list[MetricSummary]) -> list[str]:
     return rows
 
 
-def _target_rows(results: list[TargetResult], scorecard: Scorecard | None) -> list[str]:
-    rows = ["| metric | target | value | status |", "|---|---|---:|---|"]
+def _goal_rows(results: list[GoalResult], scorecard: Scorecard | None) -> list[str]:
+    rows = ["| metric | goal | value | status |", "|---|---|---:|---|"]
     for result in results:
         status = {"pass": "✅ pass", "fail": "❌ fail"}.get(result.status, "not measured")
         if result.reason:
             status += f": {md_text(result.reason)}"
         if result.optional and result.status == "not_measured":
             status += " (optional)"
-        value = md_text(target_value(result, scorecard))
-        condition = md_text(target_condition(result))
+        value = md_text(goal_value(result, scorecard))
+        condition = md_text(goal_condition(result))
         rows.append(f"| {md_text(result.metric)} | {condition} | {value} | {status} |")
     return rows
 
@@ -125,20 +125,20 @@ def render_markdown(record: RunRecord) -> str:
         lines.append(f"- weighted score: {shown}" + (f" ({'; '.join(notes)})" if notes else ""))
     lines += [f"- {md_text(note)}" for note in reading_notes(record)]
     lines += _failure_lines(record)
-    targets: dict[str, list[TargetResult]] = {}
-    for result in record.targets:
-        targets.setdefault(target_perspective(result, record), []).append(result)
+    goals: dict[str, list[GoalResult]] = {}
+    for result in record.goals:
+        goals.setdefault(goal_perspective(result, record), []).append(result)
     for perspective, summaries in by_perspective(record).items():
         lines += ["", f"## {md_text(perspective)}", "", *_metric_rows(summaries)]
-        if perspective in targets:
-            lines += ["", "Targets:", "", *_target_rows(targets.pop(perspective), record.scorecard)]
-    lines += ["", "## Targets", ""]
-    if record.targets:
-        lines += _target_rows(record.targets, record.scorecard)
+        if perspective in goals:
+            lines += ["", "Goals:", "", *_goal_rows(goals.pop(perspective), record.scorecard)]
+    lines += ["", "## Goals", ""]
+    if record.goals:
+        lines += _goal_rows(record.goals, record.scorecard)
     elif record.status != "completed":
         lines.append("Not evaluated: the run is not scored yet.")
     else:
-        lines.append("No targets.")
+        lines.append("No goals.")
     lines += ["", "Counts: n scored, skipped and failed cases. Intervals: 95% bootstrap.", ""]
     return "\n".join(lines)
 

@@ -92,7 +92,7 @@ def index_stats_line(stats: dict[str, Any] | None) -> str | None:
     return f"index stats ({source}): " + " · ".join(parts + versions)
 
 
-def _target_notes(record: RunRecord) -> list[str]:
+def _goal_notes(record: RunRecord) -> list[str]:
     """The request body the service's schema asked for, and the reply formats (``replies read
     as llamaindex (26) · response format auto``; nothing for ragmeter's own format)."""
     notes = []
@@ -126,12 +126,12 @@ def reading_notes(record: RunRecord) -> list[str]:
     """How the run read its target, as plain text (each report makes it inert its own way):
     the request body, the reply formats, how retrieval was matched."""
     matching = _matching_note(record)
-    return _target_notes(record) + ([matching] if matching else [])
+    return _goal_notes(record) + ([matching] if matching else [])
 
 
 def response_format_line(record: RunRecord) -> str | None:
     """The request and reply notes on one console line (inert)."""
-    return " · ".join(map(inert, _target_notes(record))) or None
+    return " · ".join(map(inert, _goal_notes(record))) or None
 
 
 def retrieval_matching_line(record: RunRecord) -> str | None:

@@ -3,7 +3,7 @@ default; ``-v`` prints the full scorecard) and the sections the Markdown report 
 
 A perspective is a set of metric groups (:data:`ragmeter.metrics.base.PERSPECTIVES`). The
 compact view shows each perspective's headline metrics (:data:`HEADLINES`; a perspective none of
-whose headline metrics was measured shows its first metric), then the targets and what failed.
+whose headline metrics was measured shows its first metric), then the goals and what failed.
 """
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ from rich.console import Console
 from rich.table import Table
 
 from ragmeter.metrics.base import PERSPECTIVES, perspective_of
-from ragmeter.models import MetricSummary, RunRecord, TargetResult
+from ragmeter.models import GoalResult, MetricSummary, RunRecord
 from ragmeter.reports.console import (
     _counts,
     _interval,
     format_value,
+    goals_table,
     reliability_line,
-    targets_table,
     weighted_line,
 )
 from ragmeter.reports.failures import SkipGroup, failure_summary
@@ -47,10 +47,10 @@ __all__ = [
     "HEADLINES",
     "by_perspective",
     "failure_notes",
+    "goal_perspective",
     "headline_metrics",
     "print_compact",
     "summary_notes",
-    "target_perspective",
 ]
 
 
@@ -84,7 +84,7 @@ def headline_metrics(perspective: str, summaries: list[MetricSummary]) -> list[M
     return chosen or summaries[:1]
 
 
-def target_perspective(result: TargetResult, record: RunRecord) -> str:
+def goal_perspective(result: GoalResult, record: RunRecord) -> str:
     """The perspective of a target: of its metric's group, else the target's own label."""
     if record.scorecard is not None:
         for group, names in record.scorecard.by_group.items():
@@ -147,7 +147,7 @@ def summary_notes(record: RunRecord, headline: list[str] | None = None) -> list[
 
 def failure_notes(record: RunRecord) -> list[str]:
     """What failed: target errors by type, metrics skipped on every case, metrics with failed
-    scores, failed or unmeasured targets."""
+    scores, failed or unmeasured goals."""
     headline = [
         summary.name
         for perspective, summaries in by_perspective(record).items()
@@ -166,19 +166,19 @@ def failure_notes(record: RunRecord) -> list[str]:
         if failing:
             label = "metrics with failed scores" + (" besides target errors" if errors else "")
             notes.append(f"[red]{label}:[/red] {', '.join(failing)}")
-    missed = [inert(t.metric) for t in record.targets if t.status == "fail"]
+    missed = [inert(t.metric) for t in record.goals if t.status == "fail"]
     if missed:
-        notes.append(f"[red]targets failed:[/red] {', '.join(missed)}")
+        notes.append(f"[red]goals failed:[/red] {', '.join(missed)}")
     return notes
 
 
 def print_compact(record: RunRecord, console: Console) -> None:
-    """The compact scorecard: headline metrics per perspective, targets, failures."""
+    """The compact scorecard: headline metrics per perspective, goals, failures."""
     console.print(_headline_table(record))
     if record.weighted_score is not None and not record.config.get("perspectives"):
         console.print(weighted_line(record.weighted_score))
-    if record.targets:
-        table = targets_table(record.targets, record.scorecard)
+    if record.goals:
+        table = goals_table(record.goals, record.scorecard)
         table.box, table.show_edge = box.SIMPLE_HEAD, False
         console.print(table)
     for note in failure_notes(record):

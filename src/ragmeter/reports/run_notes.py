@@ -1,7 +1,7 @@
 """One-line notes the command line prints around a run: why a gate failed, regressions against
 a baseline, a dry run's judging estimate, a run that is not finished.
 
-Metric names, run ids and names come from runs, targets files and plugins: they are shown
+Metric names, run ids and names come from runs, goals files and plugins: they are shown
 inert (:func:`ragmeter.reports.terminal.inert`).
 """
 
@@ -14,7 +14,7 @@ from rich.text import Text
 from ragmeter.models import RunRecord
 from ragmeter.redaction import redact_text
 from ragmeter.reports.terminal import inert
-from ragmeter.scoring.targets import gate_failures, target_condition
+from ragmeter.scoring.goals import gate_failures, goal_condition
 
 if TYPE_CHECKING:
     from ragmeter.judges.cost import Estimate
@@ -22,22 +22,22 @@ if TYPE_CHECKING:
 
 
 def gate_report(record: RunRecord) -> tuple[bool, list[Text]]:
-    """Whether ``--gate`` fails the run (a target failed, a required one was not measured, or
-    there is no target at all) and the lines that say why."""
-    if not record.targets:
-        return True, [Text("gate: no targets to check (--targets FILE is empty)", style="red")]
-    missed = gate_failures(record.targets)
+    """Whether ``--gate`` fails the run (a goal failed, a required one was not measured, or
+    there is no goal at all) and the lines that say why."""
+    if not record.goals:
+        return True, [Text("gate: no goals to check (--goals FILE is empty)", style="red")]
+    missed = gate_failures(record.goals)
     failing = [t for t in missed if t.status == "fail"]
     unmeasured = [t for t in missed if t.status == "not_measured"]
     lines = []
     if failing:
         shown = ", ".join(
-            f"{inert(t.metric, markup=False)} {t.value:.3f} (target {target_condition(t)}"
+            f"{inert(t.metric, markup=False)} {t.value:.3f} (goal {goal_condition(t)}"
             + (f"; {inert(t.reason, markup=False)})" if t.reason else ")")
             for t in failing
             if t.value is not None
         )
-        lines.append(Text("gate: targets failed: ", style="red").append(shown, style="default"))
+        lines.append(Text("gate: goals failed: ", style="red").append(shown, style="default"))
     if unmeasured:
         names = ", ".join(
             inert(t.metric, markup=False)
@@ -45,9 +45,9 @@ def gate_report(record: RunRecord) -> tuple[bool, list[Text]]:
             for t in unmeasured
         )
         lines.append(
-            Text("gate: targets not measured: ", style="red").append(
+            Text("gate: goals not measured: ", style="red").append(
                 f"{names}; run errors: {record.error_count} of {record.question_count}. Mark a "
-                "target optional in --targets ('> 0.6 optional') if the run cannot measure it",
+                "goal optional in --goals ('> 0.6 optional') if the run cannot measure it",
                 style="default",
             )
         )

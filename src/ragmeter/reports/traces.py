@@ -6,7 +6,7 @@ A case *failed* when
 - the target gave no usable answer (``target_error``: a timeout, an HTTP error, an invalid
   response), or
 - one of its scores failed (``metric_error``: the metric raised, or a judge failed), or
-- its own value of a targeted metric misses that target (``target``): a target whose metric is
+- its own value of a metric with a goal misses that goal (``goal``): a goal whose metric is
   a mean over cases is checked case by case, e.g. ``pipeline_pass_rate > 0.9`` fails every case
   whose pipeline checks did not all pass, ``claim_support_rate > 0.85`` every case whose answer
   is less supported. Run-level statistics (percentiles, sums, AUC, TPR@FPR) have no per-case
@@ -29,27 +29,27 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ragmeter.metrics.base import perspective_of
-from ragmeter.models import Case, CaseResult, RunRecord, Score, TargetResult
-from ragmeter.scoring.targets import OPERATORS, holds
+from ragmeter.models import Case, CaseResult, GoalResult, RunRecord, Score
+from ragmeter.scoring.goals import OPERATORS, holds
 
 __all__ = ["failed_case_traces", "trace_path", "write_traces"]
 TARGET_ERROR_PERSPECTIVE = "operational"
 
 
-def _case_targets(record: RunRecord) -> list[TargetResult]:
-    """The targets that can be read case by case: their metric aggregates by the mean."""
+def _case_goals(record: RunRecord) -> list[GoalResult]:
+    """The goals that can be read case by case: their metric aggregates by the mean."""
     if record.scorecard is None:
         return []
     kept = []
-    for target in record.targets:
-        summary = record.scorecard.get(target.metric)
-        if summary is not None and summary.aggregation == "mean" and target.op in OPERATORS:
-            kept.append(target)
+    for goal in record.goals:
+        summary = record.scorecard.get(goal.metric)
+        if summary is not None and summary.aggregation == "mean" and goal.op in OPERATORS:
+            kept.append(goal)
     return kept
 
 
 def _reasons(
-    result: CaseResult, scores: dict[str, Score], targets: list[TargetResult]
+    result: CaseResult, scores: dict[str, Score], goals: list[GoalResult]
 ) -> list[dict[str, Any]]:
     reasons: list[dict[str, Any]] = []
     if result.status != "ok":
@@ -64,17 +64,17 @@ def _reasons(
     for score in scores.values():
         if score.status == "failed":
             reasons.append({"kind": "metric_error", "metric": score.metric, "reason": score.reason})
-    for target in targets:
-        scored = scores.get(target.metric)
+    for goal in goals:
+        scored = scores.get(goal.metric)
         if scored is None or scored.status != "ok" or scored.value is None:
             continue
-        if not holds(target.op, scored.value, target.threshold):
+        if not holds(goal.op, scored.value, goal.threshold):
             reasons.append(
                 {
-                    "kind": "target",
-                    "metric": target.metric,
+                    "kind": "goal",
+                    "metric": goal.metric,
                     "value": scored.value,
-                    "target": f"{target.op} {target.threshold:g}",
+                    "goal": f"{goal.op} {goal.threshold:g}",
                     "reason": scored.reason,
                     "details": scored.details,
                 }
@@ -108,11 +108,11 @@ def failed_case_traces(
     for score in scores:
         by_case[score.case_id][score.metric] = score
     known = {case.case_id: case for case in cases}
-    targets = _case_targets(record)
+    goals = _case_goals(record)
     traces = []
     for result in results:
         case_scores = by_case.get(result.case_id, {})
-        reasons = _reasons(result, case_scores, targets)
+        reasons = _reasons(result, case_scores, goals)
         if not reasons:
             continue
         case = known.get(result.case_id)

@@ -207,7 +207,7 @@ async def run_evaluation_async(
     if resume is None:
         config = for_perspectives(config)
     preflight.check_options(config)
-    preflight.check_targets(config)
+    preflight.check_goals(config)
     preflight.check_headers(config)
     run_id = new_run_id()
     summary = CaseSummary()

@@ -253,30 +253,30 @@ async def check_judges(config: EvalConfig) -> dict[str, Any]:
     return snapshot
 
 
-def check_targets(config: EvalConfig) -> None:
-    """Every metric a targets table names exists, and this run computes it (unless the target
+def check_goals(config: EvalConfig) -> None:
+    """Every metric a goals table names exists, and this run computes it (unless the goal
     is optional), and its value can meet the condition: a misspelt, unmeasurable or impossible
-    target would otherwise pass or fail a gate on nothing, after every question was asked."""
-    if config.targets is None:
+    goal would otherwise pass or fail a gate on nothing, after every question was asked."""
+    if config.goals is None:
         return
-    from ragmeter.scoring.targets import DEFAULT_TARGETS, parse_targets
+    from ragmeter.scoring.goals import DEFAULT_GOALS, parse_goals
 
     catalogue = metric_catalogue(config)
-    planned = {t.metric for t in DEFAULT_TARGETS}  # perspectives still to come
+    planned = {t.metric for t in DEFAULT_GOALS}  # perspectives still to come
     computed = set(config.metrics) | ({"judged"} if config.judge else set())
-    for target in parse_targets(config.targets):
-        source, metric = catalogue.get(target.metric, (None, None))
-        if metric is None and target.metric not in planned:
-            raise _no_metric("targets", target.metric, list(catalogue))
-        if source is not None and source not in computed and not target.optional:
+    for goal in parse_goals(config.goals):
+        source, metric = catalogue.get(goal.metric, (None, None))
+        if metric is None and goal.metric not in planned:
+            raise _no_metric("goals", goal.metric, list(catalogue))
+        if source is not None and source not in computed and not goal.optional:
             raise InputError(
-                f"targets: {target.metric} comes from the {source!r} metric family, which this "
+                f"goals: {goal.metric} comes from the {source!r} metric family, which this "
                 f"run does not compute; add it to --metrics"
                 + (" and name a --judge" if source == "judged" else "")
-                + ", or mark the target optional"
+                + ", or mark the goal optional"
             )
-        if metric is not None and target.rule != "non_inferior":
-            _check_reachable(target.metric, target.op, target.threshold, metric)
+        if metric is not None and goal.rule != "non_inferior":
+            _check_reachable(goal.metric, goal.op, goal.threshold, metric)
 
 
 def value_range(metric: Metric) -> tuple[float, float]:
@@ -298,7 +298,7 @@ def _check_reachable(name: str, op: str, threshold: float, metric: Metric) -> No
     if impossible:
         span = f"[{low:g}, {high:g}]" if math.isfinite(high) else f">= {low:g}"
         raise InputError(
-            f"targets: {name} {op} {threshold:g} can never pass: {name} is a {metric.kind} "
+            f"goals: {name} {op} {threshold:g} can never pass: {name} is a {metric.kind} "
             f"({span}); give a threshold inside that range"
         )
 
@@ -315,17 +315,17 @@ def check_headers(config: EvalConfig) -> None:
 
 
 def check_scoring_config(config: EvalConfig) -> None:
-    """Breakdowns, targets and weights well formed, and the grounding model (``nli:PATH``)
+    """Breakdowns, goals and weights well formed, and the grounding model (``nli:PATH``)
     loadable."""
     from ragmeter.metrics.grounding.nli import check_grounding_model
     from ragmeter.models import Scorecard
     from ragmeter.scoring.breakdowns import check_field
-    from ragmeter.scoring.targets import parse_targets
+    from ragmeter.scoring.goals import parse_goals
     from ragmeter.scoring.weighted import weighted_score
 
     for name in config.breakdowns:
         check_field(name)
-    parse_targets(config.targets)
+    parse_goals(config.goals)
     weighted_score(
         Scorecard(metrics=[], by_group={}),
         config.weights,
@@ -339,26 +339,22 @@ def check_scoring_config(config: EvalConfig) -> None:
 def check_verdict_options(config: EvalConfig) -> None:
     """A gate with something to check, a baseline that exists, and a baseline for every
     required ``non_inferior`` target."""
-    from ragmeter.scoring.targets import parse_targets
+    from ragmeter.scoring.goals import parse_goals
 
-    if config.gate and config.targets is not None and not config.targets:
-        raise InputError(
-            "--gate with an empty targets table checks nothing; name at least one target"
-        )
+    if config.gate and config.goals is not None and not config.goals:
+        raise InputError("--gate with an empty goals table checks nothing; name at least one goal")
     if config.baseline:
         _check_baseline_is_stored(config.store, config.baseline)
         return
-    if config.targets is None:
+    if config.goals is None:
         return
     needing = [
-        t.metric
-        for t in parse_targets(config.targets)
-        if t.rule == "non_inferior" and not t.optional
+        t.metric for t in parse_goals(config.goals) if t.rule == "non_inferior" and not t.optional
     ]
     if needing:
         raise InputError(
-            f"targets: non_inferior on {', '.join(needing)} needs a baseline: add --baseline "
-            "RUN_ID_OR_RUN_JSON, or mark the target optional"
+            f"goals: non_inferior on {', '.join(needing)} needs a baseline: add --baseline "
+            "RUN_ID_OR_RUN_JSON, or mark the goal optional"
         )
 
 

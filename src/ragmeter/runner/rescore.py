@@ -47,7 +47,7 @@ def rescore(
             raise ConfigError(f"invalid option: {problems}") from exc
         preflight.check_names(config)
         preflight.check_options(config)
-        preflight.check_targets(config)
+        preflight.check_goals(config)
         judge_info = asyncio.run(preflight.check_judges(config)) if config.judge else {}
         extras: dict[str, Any] = {
             "target_info": source.config.get("target_info"),

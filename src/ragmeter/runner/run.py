@@ -6,10 +6,10 @@ A run is these stages, in this order (``ragmeter eval`` calls this and prints th
    the first question (``runner.preflight``);
 2. asking the system under test, answers stored as they come (``runner.engine``);
 3. scoring and aggregation, the run file written (``runner.scoring``);
-4. the comparison with the baseline and the ``non_inferior`` targets it decides
+4. the comparison with the baseline and the ``non_inferior`` goals it decides
    (``runner.verdicts``);
 5. the Markdown report and the failed-case traces;
-6. the gate: a run that fails its targets (``gate``) or regresses against its baseline raises
+6. the gate: a run that fails its goals (``gate``) or regresses against its baseline raises
    :class:`GateFailedError`, stored and written all the same.
 """
 
@@ -31,7 +31,7 @@ from ragmeter.runner.verdicts import (
     compare_with_baseline,
     gate_verdict,
     judge_non_inferior,
-    keep_judged_targets,
+    keep_judged_goals,
 )
 
 if TYPE_CHECKING:
@@ -83,7 +83,7 @@ async def evaluate_async(
             )
             judged = judge_non_inferior(outcome.record, config, outcome.comparison)
             if judged is not outcome.record:
-                await asyncio.to_thread(keep_judged_targets, outcome, judged, config.store)
+                await asyncio.to_thread(keep_judged_goals, outcome, judged, config.store)
     finally:
         await asyncio.to_thread(write_reports, outcome, config.save_trace)
     outcome.verdict = gate_verdict(config, outcome)

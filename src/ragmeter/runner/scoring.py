@@ -1,5 +1,5 @@
 """Scoring a run's stored responses: every metric over every case, the aggregates, the
-weighted score, targets and performance, the judge's spot check.
+weighted score, goals and performance, the judge's spot check.
 
 The run's judge is an object passed down: :func:`judge_for` makes its settings from the config
 and :func:`metric_settings` puts them in the scoring context the metric families are built
@@ -23,10 +23,10 @@ from ragmeter.metrics.performance_tally import PerformanceTally
 from ragmeter.models import Case, CaseResult, Response, RunRecord, Score, Scorecard
 from ragmeter.redaction import redact_text
 from ragmeter.runner.records import now_iso
-from ragmeter.runner.selection import perspective_groups, targets_for
+from ragmeter.runner.selection import goals_for, perspective_groups
 from ragmeter.scoring.aggregate import aggregate_columns
 from ragmeter.scoring.columns import ScoreColumns
-from ragmeter.scoring.targets import check_targets, parse_targets
+from ragmeter.scoring.goals import check_goals, parse_goals
 from ragmeter.scoring.weighted import weighted_score
 from ragmeter.store import streams
 from ragmeter.store.sqlite import RunStore
@@ -284,7 +284,7 @@ def score_run(
     batch: int | None = None,
 ) -> RunRecord:
     """Score the stored answers of a run ``batch`` cases at a time, storing each batch's scores
-    as it is done; then the scorecard, its breakdowns, the weighted score, the targets table
+    as it is done; then the scorecard, its breakdowns, the weighted score, the goals table
     and the performance summary, from the scores' columns (``scoring.columns``), never from
     every ``Score`` at once; ``sink`` (the run file's writer) gets each batch's answers and
     scores. When ``stop`` is set (the run was interrupted) scoring ends at the
@@ -343,7 +343,7 @@ def finish_scoring(
     stop: threading.Event | None,
 ) -> RunRecord:
     """The scorecard and breakdowns from the run's score ``columns``, the weighted score, the
-    targets table and the performance summary (``tally``), the judge's spot check; the run
+    goals table and the performance summary (``tally``), the judge's spot check; the run
     marked completed with them (unless ``stop`` is set)."""
     scorecard, breakdowns = aggregate_columns(
         columns, metrics, config.bootstrap_resamples, config.seed, config.failed_as
@@ -365,10 +365,10 @@ def finish_scoring(
             config.reference_latency_ms,
             config.coverage_floor,
         ),
-        targets=check_targets(
+        goals=check_goals(
             scorecard,
-            targets_for(
-                parse_targets(config.targets),
+            goals_for(
+                parse_goals(config.goals),
                 config.perspectives,
                 {metric.name: metric.group for metric in metrics},
             ),

@@ -5,7 +5,7 @@ The smoke suite is a stratified, seeded subset for pull-request checks: every ca
 order. A perspective selects the metric families that produce its groups
 (:data:`ragmeter.metrics.base.PERSPECTIVES`), of their metrics those in its groups (a family such
 as ``judged`` spans several perspectives; a judge is asked only for the metrics kept), and the
-targets about them.
+goals about them.
 """
 
 from __future__ import annotations
@@ -18,20 +18,20 @@ from ragmeter.config import EvalConfig
 from ragmeter.metrics.base import PERSPECTIVES, MetricSettings, perspective_of
 from ragmeter.models import Case
 from ragmeter.registry import registry
-from ragmeter.scoring.targets import Target
+from ragmeter.scoring.goals import Goal
 
 SMOKE_SHARE = 0.15
 NO_CATEGORY = "(none)"
-# labels of targets stored by older versions that are not perspective names
+# labels of goals stored by older versions that are not perspective names
 TARGET_PERSPECTIVE_ALIASES = {"grounding": "groundedness", "citation": "groundedness"}
 
 __all__ = [
     "SMOKE_SHARE",
     "family_groups",
     "for_perspectives",
+    "goals_for",
     "perspective_groups",
     "smoke_cases",
-    "targets_for",
 ]
 
 
@@ -69,20 +69,20 @@ def for_perspectives(config: EvalConfig) -> EvalConfig:
     return config.model_copy(update={"metrics": families})
 
 
-def targets_for(
-    targets: list[Target], perspectives: list[str] | None, groups: dict[str, str]
-) -> list[Target]:
-    """The targets about ``perspectives`` (all without): by the group of the metric when the run
-    has it (``groups``: metric -> group), else by the target's own perspective label."""
+def goals_for(
+    goals: list[Goal], perspectives: list[str] | None, groups: dict[str, str]
+) -> list[Goal]:
+    """The goals about ``perspectives`` (all without): by the group of the metric when the run
+    has it (``groups``: metric -> group), else by the goal's own perspective label."""
     if perspectives is None:
-        return targets
+        return goals
     kept = []
-    for target in targets:
-        if target.metric in groups:
-            perspective: str | None = perspective_of(groups[target.metric])
+    for goal in goals:
+        if goal.metric in groups:
+            perspective: str | None = perspective_of(groups[goal.metric])
         else:
-            label = target.perspective
+            label = goal.perspective
             perspective = TARGET_PERSPECTIVE_ALIASES.get(label, label) if label else None
         if perspective is None or perspective in perspectives:
-            kept.append(target)
+            kept.append(goal)
     return kept

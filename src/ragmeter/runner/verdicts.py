@@ -1,5 +1,5 @@
 """What a run is judged by once it is scored: the comparison with a baseline run, the
-``non_inferior`` targets that need it, and the gate."""
+``non_inferior`` goals that need it, and the gate."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class GateVerdict:
-    """Whether the run fails its checks (``gate``: its targets; ``baseline``: a regression or
+    """Whether the run fails its checks (``gate``: its goals; ``baseline``: a regression or
     a metric that could not be compared) and one plain line a reason."""
 
     failed: bool
@@ -72,28 +72,28 @@ def compare_with_baseline(config: EvalConfig, run_id: str) -> Comparison:
 def judge_non_inferior(
     record: RunRecord, config: EvalConfig, comparison: Comparison | None
 ) -> RunRecord:
-    """The record with its ``non_inferior`` targets judged against ``comparison`` (without one
+    """The record with its ``non_inferior`` goals judged against ``comparison`` (without one
     they stay not measured, saying a baseline is needed)."""
-    from ragmeter.scoring.targets import Target, check_targets
+    from ragmeter.scoring.goals import Goal, check_goals
 
-    if comparison is None or not any(t.rule == "non_inferior" for t in record.targets):
+    if comparison is None or not any(t.rule == "non_inferior" for t in record.goals):
         return record
-    targets = []
-    for result in record.targets:
+    goals = []
+    for result in record.goals:
         if result.rule != "non_inferior":
-            targets.append(result)
+            goals.append(result)
             continue
-        target = Target(
+        goal = Goal(
             result.metric, result.op, result.threshold, result.perspective, result.optional,
             rule="non_inferior",
         )  # fmt: skip
-        (judged,) = check_targets(record.scorecard, [target], config.coverage_floor, comparison)
-        targets.append(judged)
-    return record.model_copy(update={"targets": targets})
+        (judged,) = check_goals(record.scorecard, [goal], config.coverage_floor, comparison)
+        goals.append(judged)
+    return record.model_copy(update={"goals": goals})
 
 
-def keep_judged_targets(outcome: RunOutcome, record: RunRecord, store: str) -> None:
-    """Store ``record``'s targets (judged after the run) with the run and in its run file, and
+def keep_judged_goals(outcome: RunOutcome, record: RunRecord, store: str) -> None:
+    """Store ``record``'s goals (judged after the run) with the run and in its run file, and
     make them the outcome's."""
     from ragmeter.runfile import RunFile
 
@@ -104,14 +104,14 @@ def keep_judged_targets(outcome: RunOutcome, record: RunRecord, store: str) -> N
         run_store.close()
     if outcome.run_file is not None:
         run_file = RunFile.read(outcome.run_file)
-        run_file.targets = record.targets
+        run_file.goals = record.goals
         run_file.write_to(outcome.run_file)
     outcome.record = record
 
 
 def gate_verdict(config: EvalConfig, outcome: RunOutcome) -> GateVerdict | None:
     """The run's verdict when it has a gate or a baseline (else None): failed when ``gate``
-    and a target failed or was not measured, or when the run regressed against the baseline
+    and a goal failed or was not measured, or when the run regressed against the baseline
     or a metric could not be compared with it."""
     from ragmeter.reports.compare_console import gate_failure_lines
     from ragmeter.reports.run_notes import baseline_regressions, gate_report

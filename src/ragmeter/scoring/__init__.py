@@ -1,4 +1,4 @@
-"""Aggregation with counts and bootstrap intervals, breakdowns, weighted score, targets,
+"""Aggregation with counts and bootstrap intervals, breakdowns, weighted score, goals,
 paired comparisons and Pareto frontiers (see docs/statistics.md)."""
 
 from ragmeter.scoring.aggregate import (

@@ -22,9 +22,9 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from ragmeter.errors import InputError
-from ragmeter.models import MetricSummary, RunRecord, Score, TargetResult
+from ragmeter.models import GoalResult, MetricSummary, RunRecord, Score
+from ragmeter.scoring.goals import holds
 from ragmeter.scoring.roc import is_roc
-from ragmeter.scoring.targets import holds
 from ragmeter.scoring.validity import (
     DEFAULT_LEVEL,
     DEFAULT_RESAMPLES,
@@ -162,13 +162,13 @@ class ValidityReport(BaseModel):
 
 
 def threshold_for(
-    summary: MetricSummary, targets: Sequence[TargetResult]
+    summary: MetricSummary, goals: Sequence[GoalResult]
 ) -> tuple[str, float, str] | None:
-    """(operator, threshold, rule) that calls a case good: the run's target for the metric,
+    """(operator, threshold, rule) that calls a case good: the run's goal for the metric,
     else the midpoint of a binary, proportion or score metric's scale, in its direction."""
-    target = next((t for t in targets if t.metric == summary.name), None)
-    if target is not None:
-        return target.op, target.threshold, f"the run's target {target.op} {target.threshold:g}"
+    goal = next((t for t in goals if t.metric == summary.name), None)
+    if goal is not None:
+        return goal.op, goal.threshold, f"the run's goal {goal.op} {goal.threshold:g}"
     scale = summary.value_scale()
     if summary.value_kind() not in _THRESHOLD_KINDS or scale is None:
         return None
@@ -188,7 +188,7 @@ def _measure(
     summary: MetricSummary,
     pairs: list[tuple[float, float]],
     kind: LabelKind,
-    targets: Sequence[TargetResult],
+    goals: Sequence[GoalResult],
     settings: dict[str, Any],
 ) -> dict[str, Any]:
     """The statistics part of a MetricValidity, or why the metric is not measured."""
@@ -214,7 +214,7 @@ def _measure(
         return {"reason": f"all {n} labelled cases scored are {side}; AUC needs both"}
     found: dict[str, Any] = {}
     predicted = None
-    rule = threshold_for(summary, targets)
+    rule = threshold_for(summary, goals)
     if rule is not None:
         op, threshold, text = rule
         predicted = np.array([holds(op, v, threshold) for v in values.tolist()], dtype=float)
@@ -268,7 +268,7 @@ def measure_validity(
                 counts[score.status] += 1
             else:
                 counts["none"] += 1
-        measured = _measure(summary, pairs, labels.kind, record.targets, settings)
+        measured = _measure(summary, pairs, labels.kind, record.goals, settings)
         results.append(
             MetricValidity(
                 metric=name,

@@ -14,7 +14,7 @@ Each objective is the mean of the metrics that feed it, every metric first turne
 
 A feed is ``group:NAME`` (every metric of the group) or a metric name. A metric named explicitly
 by one objective is not also taken by another objective's group feed. A metric measured on
-less than the coverage floor of the cases it applies to (``coverage_floor``, as for the targets)
+less than the coverage floor of the cases it applies to (``coverage_floor``, as for the goals)
 is left out of its objective and listed under ``under_coverage``: its value speaks for a few
 cases, not the run. Weights are renormalised over the objectives that have a value; the others
 are listed as missing.

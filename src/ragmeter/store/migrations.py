@@ -115,7 +115,7 @@ def m002_drop_scores_by_metric(db: sqlite3.Connection) -> None:
 
 @migration
 def m003_runs_extras_json(db: sqlite3.Connection) -> None:
-    # breakdowns, weighted score, targets and performance summary of a run (JSON)
+    # breakdowns, weighted score, goals and performance summary of a run (JSON)
     _execute(db, "ALTER TABLE runs ADD COLUMN extras_json TEXT")
 
 

@@ -17,11 +17,19 @@ from typing import Any
 from pydantic import ValidationError
 
 from ragmeter.errors import StoreError
-from ragmeter.models import Case, CaseResult, Response, RunRecord, Score, Scorecard
+from ragmeter.models import (
+    RUN_FILE_VERSION,
+    Case,
+    CaseResult,
+    Response,
+    RunRecord,
+    Score,
+    Scorecard,
+)
 from ragmeter.store.errors import describe, unreadable_run
 
 # the parts of a run record stored together as ``runs.extras_json``
-EXTRAS = ("breakdowns", "weighted_score", "targets", "performance", "judge_reliability")
+EXTRAS = ("breakdowns", "weighted_score", "goals", "performance", "judge_reliability")
 
 
 # runs -------------------------------------------------------------------------------------------
@@ -37,7 +45,7 @@ def run_row(record: RunRecord, question_count: int) -> tuple[Any, ...]:
         record.name,
         record.status,
         record.created_at,
-        record.schema_version,
+        str(RUN_FILE_VERSION),  # the run's version (the column is the store's first)
         json.dumps(record.config),
         json.dumps(record.datasets),
         question_count,
@@ -63,7 +71,6 @@ def record_from_row(row: sqlite3.Row, path: Path, lenient: bool = False) -> RunR
             ) from None
 
     fields: dict[str, Any] = {
-        "schema_version": row["schema_version"],
         "id": run_id,
         "name": row["name"],
         "status": row["status"],
@@ -78,7 +85,8 @@ def record_from_row(row: sqlite3.Row, path: Path, lenient: bool = False) -> RunR
         extras = load("extras_json") or {}
         if not isinstance(extras, dict):
             raise unreadable_run(path, run_id, "extras is not a JSON object")
-        fields.update({key: value for key, value in extras.items() if key in EXTRAS})
+        # "targets": the goals of a row stored before they had that name
+        fields.update({k: v for k, v in extras.items() if k in EXTRAS or k == "targets"})
         fields["index_stats"] = load("index_stats_json")
         if row["scorecard_json"]:
             try:

@@ -255,7 +255,7 @@ class RunStore(RunStreams):
         extras: RunRecord | None = None,
     ) -> None:
         """Mark a run completed with its scorecard; ``extras`` (a record) supplies breakdowns,
-        weighted score, targets and performance summary."""
+        weighted score, goals and performance summary."""
         extras_json = rows.extras_json(extras)
         with self._errors(f"finishing run {run_id}"), self.transaction():
             self.db.execute(
@@ -265,7 +265,7 @@ class RunStore(RunStreams):
             )
 
     def save_extras(self, record: RunRecord) -> None:
-        """Replace a finished run's breakdowns, weighted score, targets and performance summary
+        """Replace a finished run's breakdowns, weighted score, goals and performance summary
         with ``record``'s (a verdict judged after the run, e.g. a ``non_inferior`` target)."""
         with self._errors(f"updating run {record.id}"), self.transaction():
             self.db.execute(

@@ -139,14 +139,15 @@ class ReadOnlyStore:
             args += [pattern + "%", pattern + "%"]
         clause = " AND ".join(where)
         total = self.db.execute(f"SELECT COUNT(*) FROM runs WHERE {clause}", args).fetchone()[0]
-        # the list needs the weighted score and the targets, not the scorecard: read those two
+        # the list needs the weighted score and the goals, not the scorecard: read those two
         # out of the extras in SQL (a run's extras hold every breakdown, slow to validate)
         found = self.db.execute(
             "SELECT id, name, status, created_at, completed_at, datasets_json, question_count,"
             " error_count, CASE WHEN json_valid(extras_json) THEN"
             " json_extract(extras_json, '$.weighted_score.score') END AS weighted,"
-            " CASE WHEN json_valid(extras_json) THEN json_extract(extras_json, '$.targets')"
-            " END AS targets FROM runs WHERE id IN"  # the page's ids first: no JSON read
+            " CASE WHEN json_valid(extras_json) THEN coalesce(json_extract(extras_json, '$.goals'),"
+            " json_extract(extras_json, '$.targets')) END AS goals"  # "targets": an older row
+            " FROM runs WHERE id IN"  # the page's ids first: no JSON read
             f" (SELECT id FROM runs WHERE {clause} ORDER BY created_at DESC, id LIMIT ? OFFSET ?)"
             " ORDER BY created_at DESC, id",
             [*args, per_page, (page - 1) * per_page],
@@ -381,8 +382,8 @@ def _json_list(text: Any) -> list[Any]:
 
 
 def _run_row(row: sqlite3.Row) -> dict[str, Any]:
-    """A runs-list row: the run's header, weighted score and targets' verdicts."""
-    targets = [t for t in _json_list(row["targets"]) if isinstance(t, dict)]
+    """A runs-list row: the run's header, weighted score and goals' verdicts."""
+    goals = [t for t in _json_list(row["goals"]) if isinstance(t, dict)]
     weighted = row["weighted"]
     return {
         "id": str(row["id"]),
@@ -394,15 +395,15 @@ def _run_row(row: sqlite3.Row) -> dict[str, Any]:
         "question_count": int(row["question_count"] or 0),
         "error_count": int(row["error_count"] or 0),
         "weighted_score": float(weighted) if isinstance(weighted, int | float) else None,
-        "targets_passed": sum(t.get("status") == "pass" for t in targets),
-        "targets_failed": [str(t.get("metric")) for t in targets if t.get("status") == "fail"],
-        "targets_not_measured": [
+        "goals_passed": sum(t.get("status") == "pass" for t in goals),
+        "goals_failed": [str(t.get("metric")) for t in goals if t.get("status") == "fail"],
+        "goals_not_measured": [
             str(t.get("metric"))
-            for t in targets
+            for t in goals
             if t.get("status") == "not_measured" and not t.get("optional")
         ],
-        "targets_optional_not_measured": sum(
-            t.get("status") == "not_measured" and bool(t.get("optional")) for t in targets
+        "goals_optional_not_measured": sum(
+            t.get("status") == "not_measured" and bool(t.get("optional")) for t in goals
         ),
     }
 

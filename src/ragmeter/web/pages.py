@@ -41,16 +41,16 @@ def _run_link(run: dict[str, Any]) -> str:
     return f'<a href="{esc(run_url(run["id"]))}">{esc(run["name"])}</a>'
 
 
-def _targets_text(run: dict[str, Any]) -> str:
-    """``2 pass, 1 fail, 3 not measured, 2 optional not measured``: a run whose targets were
+def _goals_text(run: dict[str, Any]) -> str:
+    """``2 pass, 1 fail, 3 not measured, 2 optional not measured``: a run whose goals were
     not measured never reads as a bare ``0 pass``."""
-    parts = [f"{run['targets_passed']} pass"]
-    if run["targets_failed"]:
-        parts.append(f"{len(run['targets_failed'])} fail")
-    if run["targets_not_measured"]:
-        parts.append(f"{len(run['targets_not_measured'])} not measured")
-    if run["targets_optional_not_measured"]:
-        parts.append(f"{run['targets_optional_not_measured']} optional not measured")
+    parts = [f"{run['goals_passed']} pass"]
+    if run["goals_failed"]:
+        parts.append(f"{len(run['goals_failed'])} fail")
+    if run["goals_not_measured"]:
+        parts.append(f"{len(run['goals_not_measured'])} not measured")
+    if run["goals_optional_not_measured"]:
+        parts.append(f"{run['goals_optional_not_measured']} optional not measured")
     return ", ".join(parts)
 
 
@@ -68,8 +68,8 @@ def runs_page(document: dict[str, Any]) -> str:
     )
     rows = []
     for run in document["runs"]:
-        failed, unmeasured = run["targets_failed"], run["targets_not_measured"]
-        targets = _targets_text(run)
+        failed, unmeasured = run["goals_failed"], run["goals_not_measured"]
+        goals = _goals_text(run)
         box = (
             f'<input type="checkbox" name="runs" value="{esc(run["id"])}"'
             f' aria-label="Select run {esc(run["name"])} ({esc(run["id"])}) for comparison">'
@@ -85,7 +85,7 @@ def runs_page(document: dict[str, Any]) -> str:
             + cell(run["question_count"], "num")
             + cell(run["error_count"], "num bad" if run["error_count"] else "num")
             + cell(number(run["weighted_score"]), "num", ' data-role="weighted"')
-            + cell(targets, "bad" if failed or unmeasured else "", ' data-role="targets"')
+            + cell(goals, "bad" if failed or unmeasured else "", ' data-role="goals"')
             + "</tr>"
         )
     headers: list[Header] = [
@@ -98,7 +98,7 @@ def runs_page(document: dict[str, Any]) -> str:
         ("questions", "num"),
         ("errors", "num"),
         ("weighted score", "num"),
-        "targets",
+        "goals",
     ]
     listing = (
         table(headers, rows, css="runs")

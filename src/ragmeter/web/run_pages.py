@@ -1,4 +1,4 @@
-"""The run page (scorecard, targets, breakdowns, latency, cost, the case table, progress) and
+"""The run page (scorecard, goals, breakdowns, latency, cost, the case table, progress) and
 the case drill-down (question, answers with highlights, chunks, citations, scores, judge
 calls)."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ragmeter.models import MetricSummary, RunRecord
-from ragmeter.reports.console import format_value, target_value
+from ragmeter.reports.console import format_value, goal_value
 from ragmeter.reports.html.format import esc, metric_interval, number
 from ragmeter.reports.perspectives import by_perspective, headline_metrics
 from ragmeter.web.charts import latency_histogram
@@ -67,19 +67,19 @@ def _scorecard(record: RunRecord) -> str:
 
 
 def _targets(record: RunRecord) -> str:
-    if not record.targets:
-        return '<p class="muted">No targets.</p>'
+    if not record.goals:
+        return '<p class="muted">No goals.</p>'
     rows = [
         f'<tr data-metric="{esc(t.metric)}"><th scope="row">{esc(t.metric)}</th>'
         + cell(f"{t.op} {t.threshold:g}", "num")
-        + cell(target_value(t, record.scorecard), "num", ' data-role="value"')
+        + cell(goal_value(t, record.scorecard), "num", ' data-role="value"')
         + cell(t.status.replace("_", " "), _STATUS_CSS.get(t.status, ""), ' data-role="status"')
         + cell(t.reason or "", "text", ' data-role="reason"')
         + cell("optional" if t.optional else "")
         + "</tr>"
-        for t in record.targets
+        for t in record.goals
     ]
-    return table(["metric", ("target", "num"), ("value", "num"), "status", "why", ""], rows)
+    return table(["metric", ("goal", "num"), ("value", "num"), "status", "why", ""], rows)
 
 
 def _breakdown_metrics(record: RunRecord) -> list[str]:
@@ -249,7 +249,7 @@ def run_page(record: RunRecord, document: dict[str, Any]) -> str:
         _progress(document),
         "<h2>Scorecard by perspective</h2>",
         _scorecard(record),
-        "<h2>Targets</h2>",
+        "<h2>Goals</h2>",
         _targets(record),
         "<h2>Breakdowns</h2>",
         _breakdowns(record),

@@ -11,7 +11,7 @@ from ragmeter.config import DEFAULT_ALPHA, DEFAULT_COVERAGE_FLOOR, DEFAULT_MARGI
 from ragmeter.metrics.base import PERSPECTIVES
 from ragmeter.metrics.passages import all_passages, case_level, ranked_chunks
 from ragmeter.metrics.retrieval import matches
-from ragmeter.models import Case, CaseResult, MetricSummary, RunRecord, Score
+from ragmeter.models import RUN_FILE_VERSION, Case, CaseResult, MetricSummary, RunRecord, Score
 from ragmeter.redaction import masked, redact_text
 from ragmeter.reports.pareto import pareto_points
 from ragmeter.reports.perspectives import by_perspective
@@ -29,9 +29,9 @@ def summary_json(summary: MetricSummary) -> dict[str, Any]:
 
 
 def run_summary(record: RunRecord) -> dict[str, Any]:
-    """A runs-list row: the targets passed (a count), failed and not measured (the required
+    """A runs-list row: the goals passed (a count), failed and not measured (the required
     ones by name; the optional ones a count)."""
-    failed = [t.metric for t in record.targets if t.status == "fail"]
+    failed = [t.metric for t in record.goals if t.status == "fail"]
     return {
         "id": record.id,
         "name": record.name,
@@ -42,14 +42,14 @@ def run_summary(record: RunRecord) -> dict[str, Any]:
         "question_count": record.question_count,
         "error_count": record.error_count,
         "weighted_score": record.weighted_score.score if record.weighted_score else None,
-        "targets_passed": sum(t.status == "pass" for t in record.targets),
-        "targets_failed": failed,
-        # a required target not measured fails a gate; an optional one does not
-        "targets_not_measured": [
-            t.metric for t in record.targets if t.status == "not_measured" and not t.optional
+        "goals_passed": sum(t.status == "pass" for t in record.goals),
+        "goals_failed": failed,
+        # a required goal not measured fails a gate; an optional one does not
+        "goals_not_measured": [
+            t.metric for t in record.goals if t.status == "not_measured" and not t.optional
         ],
-        "targets_optional_not_measured": sum(
-            t.status == "not_measured" and t.optional for t in record.targets
+        "goals_optional_not_measured": sum(
+            t.status == "not_measured" and t.optional for t in record.goals
         ),
     }
 
@@ -121,7 +121,7 @@ def run_view(store: ReadOnlyStore, record: RunRecord, query: dict[str, str]) -> 
         "run": {
             **run_summary(record),
             "config": record.config,
-            "schema_version": record.schema_version,
+            "run_file_version": RUN_FILE_VERSION,
             "index_stats": record.index_stats,
         },
         "perspectives": perspectives,
@@ -129,7 +129,7 @@ def run_view(store: ReadOnlyStore, record: RunRecord, query: dict[str, str]) -> 
         "weighted_score": record.weighted_score.model_dump(mode="json")
         if record.weighted_score
         else None,
-        "targets": [t.model_dump(mode="json") for t in record.targets],
+        "goals": [t.model_dump(mode="json") for t in record.goals],
         "breakdowns": {
             field: {group: [summary_json(s) for s in items] for group, items in groups.items()}
             for field, groups in record.breakdowns.items()

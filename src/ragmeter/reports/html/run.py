@@ -1,5 +1,5 @@
 """The HTML report of one run (``ragmeter report RUN_ID``): header, scorecard by perspective
-with intervals, targets, breakdowns, latency distribution and cost, and the per-case table with
+with intervals, goals, breakdowns, latency distribution and cost, and the per-case table with
 its drill-down (:mod:`ragmeter.reports.html.cases`). One self-contained page
 (:func:`ragmeter.reports.html.page.page`)."""
 
@@ -9,16 +9,16 @@ from collections.abc import Sequence
 from typing import Any
 
 from ragmeter import __version__
-from ragmeter.models import Case, CaseResult, MetricSummary, RunRecord, Score, TargetResult
+from ragmeter.models import Case, CaseResult, GoalResult, MetricSummary, RunRecord, Score
 from ragmeter.redaction import redact_text, redact_url
-from ragmeter.reports.console import format_value, target_value, under_coverage
+from ragmeter.reports.console import format_value, goal_value, under_coverage
 from ragmeter.reports.failures import failure_summary
 from ragmeter.reports.html.cases import case_data, case_table
 from ragmeter.reports.html.format import esc, is_finite, metric_interval
 from ragmeter.reports.html.page import page
 from ragmeter.reports.html.svg import histogram, interval_bar
-from ragmeter.reports.perspectives import by_perspective, headline_metrics, target_perspective
-from ragmeter.scoring.targets import target_condition
+from ragmeter.reports.perspectives import by_perspective, goal_perspective, headline_metrics
+from ragmeter.scoring.goals import goal_condition
 
 __all__ = [
     "describe_target",
@@ -57,17 +57,17 @@ def run_header(record: RunRecord, heading: str = "Evaluation report") -> str:
         ("perspectives", ", ".join(config.get("perspectives") or ["all"])),
     ]
     meta = "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in rows)
-    passed = sum(t.status == "pass" for t in record.targets)
-    failed = sum(t.status == "fail" for t in record.targets)
+    passed = sum(t.status == "pass" for t in record.goals)
+    failed = sum(t.status == "fail" for t in record.goals)
     metrics = len(record.scorecard.metrics) if record.scorecard else 0
     cards = [
         ("questions", str(record.question_count)),
         ("target errors", str(record.error_count)),
         ("metrics", str(metrics)),
-        ("targets passed", f"{passed} of {len(record.targets)}" if record.targets else "none"),
+        ("goals passed", f"{passed} of {len(record.goals)}" if record.goals else "none"),
     ]
     if failed:
-        cards.append(("targets failed", str(failed)))
+        cards.append(("goals failed", str(failed)))
     weighted = record.weighted_score
     if weighted is not None and weighted.score is not None:
         cards.insert(0, ("weighted score", f"{weighted.score:.3f}"))
@@ -176,7 +176,7 @@ def failures_section(record: RunRecord) -> str:
     return "".join(parts)
 
 
-def _target_status(result: TargetResult) -> str:
+def _goal_status(result: GoalResult) -> str:
     text = {"pass": "pass", "fail": "fail"}.get(result.status, "not measured")
     cls = {"pass": "pass", "fail": "fail"}.get(result.status, "unmeasured")
     if result.optional and result.status == "not_measured":
@@ -186,24 +186,24 @@ def _target_status(result: TargetResult) -> str:
     return f'<td class="{cls}">{esc(text)}</td>'
 
 
-def targets_section(record: RunRecord) -> str:
-    if not record.targets and record.status != "completed":
+def goals_section(record: RunRecord) -> str:
+    if not record.goals and record.status != "completed":
         return (
-            '<section id="targets"><h2>Targets</h2><p>Not evaluated: the run is not scored '
+            '<section id="goals"><h2>Goals</h2><p>Not evaluated: the run is not scored '
             "yet.</p></section>"
         )
-    if not record.targets:
-        return '<section id="targets"><h2>Targets</h2><p>No targets.</p></section>'
+    if not record.goals:
+        return '<section id="goals"><h2>Goals</h2><p>No goals.</p></section>'
     rows = "".join(
-        f'<tr><th scope="row">{esc(t.metric)}</th><td>{esc(target_perspective(t, record))}</td>'
-        f"<td>{esc(target_condition(t))}</td>"
-        f'<td class="num">{esc(target_value(t, record.scorecard))}</td>'
-        f"{_target_status(t)}</tr>"
-        for t in record.targets
+        f'<tr><th scope="row">{esc(t.metric)}</th><td>{esc(goal_perspective(t, record))}</td>'
+        f"<td>{esc(goal_condition(t))}</td>"
+        f'<td class="num">{esc(goal_value(t, record.scorecard))}</td>'
+        f"{_goal_status(t)}</tr>"
+        for t in record.goals
     )
     return (
-        '<section id="targets"><h2>Targets</h2><table class="targets"><thead><tr>'
-        '<th scope="col">metric</th><th scope="col">perspective</th><th scope="col">target</th>'
+        '<section id="goals"><h2>Goals</h2><table class="goals"><thead><tr>'
+        '<th scope="col">metric</th><th scope="col">perspective</th><th scope="col">goal</th>'
         '<th scope="col" class="num">value</th><th scope="col">status</th></tr></thead>'
         f"<tbody>{rows}</tbody></table></section>"
     )
@@ -321,7 +321,7 @@ def render_run_html(
     data = case_data(record, cases, results, scores)
     failures = failures_section(record)
     sections = [("failures", "Failures")] if failures else []
-    sections += [("scorecard", "Scorecard"), ("targets", "Targets")]
+    sections += [("scorecard", "Scorecard"), ("goals", "Goals")]
     if record.breakdowns:
         sections.append(("breakdowns", "Breakdowns"))
     sections += [("latency", "Latency and cost"), ("cases", "Cases")]
@@ -333,7 +333,7 @@ def render_run_html(
             nav,
             failures,
             scorecard_section(record),
-            targets_section(record),
+            goals_section(record),
             breakdowns_section(record),
             performance_section(record, results),
             f'<section id="cases"><h2>Cases</h2>{case_table(data)}</section>',
