@@ -109,7 +109,7 @@ def test_a_call_that_timed_out_does_not_hold_up_the_next_case() -> None:
             release.wait(300)  # let go at the end: a next case waiting for it fails at 30 s
         return "fine"
 
-    target = PythonTarget(TargetConfig(kind="python"), function=answer, concurrency=1)
+    target = PythonTarget(TargetConfig(type="python"), function=answer, concurrency=1)
 
     async def run() -> str:
         with pytest.raises(TimeoutError):
@@ -129,7 +129,7 @@ def test_a_reported_total_latency_is_kept(monkeypatch: pytest.MonkeyPatch) -> No
     def answer(question: str) -> dict[str, Any]:
         return {"answer": "fine", "latency_ms": {"total": 42, "retrieve": 2}}
 
-    target = PythonTarget(TargetConfig(kind="python"), function=answer)
+    target = PythonTarget(TargetConfig(type="python"), function=answer)
 
     async def run() -> dict[str, float]:
         try:
@@ -141,7 +141,7 @@ def test_a_reported_total_latency_is_kept(monkeypatch: pytest.MonkeyPatch) -> No
     # the case's own latency (stats, case pages, CSV) is that same total, not the wall time
     from ragmeter.runner.executors import ask as ask_case
 
-    again = PythonTarget(TargetConfig(kind="python"), function=answer)
+    again = PythonTarget(TargetConfig(type="python"), function=answer)
     result = asyncio.run(ask_case(again, Case(case_id="c", question="q"), 5.0))
     asyncio.run(again.aclose())
     assert result.latency_ms == 42.0

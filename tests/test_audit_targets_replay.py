@@ -133,7 +133,7 @@ def test_the_engine_adds_no_time_of_its_own_to_a_replayed_case(tmp_path: Path) -
         {"case_id": "c3", "error_type": "timeout", "error_message": "slow"},
     ]
     target = ReplayTarget(
-        TargetConfig(kind="replay", path=str(write_jsonl(tmp_path / "r.jsonl", lines)))
+        TargetConfig(type="replay", path=str(write_jsonl(tmp_path / "r.jsonl", lines)))
     )
     asked = {
         c: asyncio.run(ask_case(target, Case(case_id=c, question="q?"), 5.0))
@@ -241,7 +241,7 @@ def test_lines_left_by_a_run_that_stopped_are_not_called_mismatches(
     responses = write_jsonl(tmp_path / "replay.jsonl", replay)
     config = EvalConfig(
         datasets=[str(dataset)], store=str(tmp_path / "runs.db"), output_dir=str(tmp_path / "o"),
-        target=TargetConfig(kind="replay", path=str(responses)), metrics=["performance"],
+        target=TargetConfig(type="replay", path=str(responses)), metrics=["performance"],
         concurrency=1, progress=False,
     )  # fmt: skip
     with pytest.raises(OSError, match="No space left"):

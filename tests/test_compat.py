@@ -86,7 +86,7 @@ def test_seed_002_programmatic_example_runs_as_written(
     assert isinstance(result, Run)
     assert result.status == "completed" and result.datasets == ["ragbench", "squad_v2"]
     assert result.question_count == 100  # 50 per dataset
-    assert result.config["target"]["kind"] == "http"
+    assert result.config["target"]["type"] == "http"
     assert result.config["target"]["url"] == reference_server
     assert result.scorecard is not None and result.weighted_score is not None
     mrr = result.metric("mrr")
@@ -118,10 +118,10 @@ def test_dataset_names_are_seed_002s_and_known() -> None:
 def test_eval_config_takes_seed_002_field_names() -> None:
     config = EvalConfig(samples_per_dataset=50, rag_server_url="http://localhost:8001")
     assert config.samples == 50
-    assert (config.target.kind, config.target.url) == ("http", "http://localhost:8001")
+    assert (config.target.type, config.target.url) == ("http", "http://localhost:8001")
     # with a target object (its other settings kept), and from a dict (a YAML file)
     config = EvalConfig(target=TargetConfig(top_k=3), rag_server_url="http://h:1")
-    assert (config.target.kind, config.target.url, config.target.top_k) == ("http", "http://h:1", 3)
+    assert (config.target.type, config.target.url, config.target.top_k) == ("http", "http://h:1", 3)
     config = EvalConfig.model_validate({"samples_per_dataset": 5, "samples": 5})
     assert config.samples == 5  # the same value under both names
     with pytest.raises(ValueError, match="samples_per_dataset"):
@@ -131,9 +131,19 @@ def test_eval_config_takes_seed_002_field_names() -> None:
 
 
 def test_a_target_url_alone_is_an_http_target() -> None:
-    assert TargetConfig(url="http://h:1").kind == "http"
-    assert TargetConfig(kind="python", callable="m:f", url="http://h:1").kind == "python"
-    assert TargetConfig().kind == "reference"
+    assert TargetConfig(url="http://h:1").type == "http"
+    assert TargetConfig(type="python", callable="m:f", url="http://h:1").type == "python"
+    assert TargetConfig().type == "reference"
+
+
+def test_kind_the_older_name_of_the_target_type_is_read() -> None:
+    """``target: {kind: ...}`` from a config file or a stored run written before the rename."""
+    assert TargetConfig.model_validate({"kind": "replay", "path": "r.jsonl"}).type == "replay"
+    config = EvalConfig.model_validate({"target": {"kind": "python", "callable": "m:f"}})
+    assert config.target.type == "python" and "kind" not in config.target.model_dump()
+    # a later layer's type (a flag) wins over a file's kind
+    both = TargetConfig.model_validate({"kind": "replay", "type": "http", "url": "http://h:1"})
+    assert both.type == "http"
 
 
 @pytest.fixture(scope="module")

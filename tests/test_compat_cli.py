@@ -54,7 +54,7 @@ def test_seed_002_commands(in_tmp: Path, reference_server: str) -> None:
     assert result.exit_code == 0, result.output
     [run_file] = (in_tmp / ".ragmeter" / "runs").glob("*.json")
     document = json.loads(run_file.read_text(encoding="utf-8"))
-    assert document["config"]["target"] == {**document["config"]["target"], "kind": "http"}
+    assert document["config"]["target"] == {**document["config"]["target"], "type": "http"}
     assert document["config"]["target"]["url"] == reference_server
     assert document["config"]["judge"] is None and document["question_count"] == 4
     exported = runner.invoke(main, ["export", document["id"], "--format", "csv", "-o", "r.csv"])

@@ -72,11 +72,11 @@ def config_file(tmp_path: Path) -> Path:
 def test_precedence_defaults_file_environment_flags(config_file: Path) -> None:
     defaults = resolve([], {}, None)
     assert (defaults.samples, defaults.seed, defaults.concurrency) == (None, 0, 8)
-    assert (defaults.target.kind, defaults.judge, defaults.gate) == ("reference", None, False)
+    assert (defaults.target.type, defaults.judge, defaults.gate) == ("reference", None, False)
 
     from_file = resolve([], {}, config_file)
     assert (from_file.samples, from_file.seed, from_file.concurrency) == (10, 1, 2)
-    assert (from_file.target.kind, from_file.target.url, from_file.target.top_k) == (
+    assert (from_file.target.type, from_file.target.url, from_file.target.top_k) == (
         "http",
         "http://file:1",
         7,
@@ -98,7 +98,7 @@ def test_precedence_defaults_file_environment_flags(config_file: Path) -> None:
     flags = ["--samples", "30", "--rag-url", "http://flag:3", "--no-judge", "--margin", "0.3"]
     from_flags = resolve(flags, env, config_file)
     assert (from_flags.samples, from_flags.seed, from_flags.concurrency) == (30, 2, 2)
-    assert (from_flags.target.kind, from_flags.target.url) == ("http", "http://flag:3")
+    assert (from_flags.target.type, from_flags.target.url) == ("http", "http://flag:3")
     assert from_flags.target.top_k == 7  # the file's, untouched by the flags
     assert (from_flags.judge, from_flags.margin, from_flags.gate) == (None, 0.3, True)
 
@@ -126,7 +126,7 @@ def test_every_eval_setting_can_come_from_the_file(tmp_path: Path) -> None:
         "abc",
         True,
     )
-    assert (config.samples, config.target.url, config.target.kind) == (3, "http://h:9", "http")
+    assert (config.samples, config.target.url, config.target.type) == (3, "http://h:9", "http")
     flagged = resolve(["--save-trace", "--resume", "def"], {}, path)
     assert (flagged.save_trace, flagged.resume) == ("traces", "def")
 
@@ -166,7 +166,7 @@ def test_effective_config_sources(config_file: Path) -> None:
     assert config.seed == 5 and config.samples == 10
     assert sources["seed"] == "env RAGMETER_SEED"
     assert sources["samples"] == sources["target.url"] == str(config_file)
-    assert sources["target.kind"] == "derived from target.url"
+    assert sources["target.type"] == "derived from target.url"
     assert sources["output_dir"] == "derived from store" and config.output_dir == "x/runs"
     assert sources["bootstrap_resamples"] == "default"
     _, sources = effective_config(None, {"samples": 3}, environ={})

@@ -16,11 +16,11 @@ from ragmeter.store.sqlite import MIGRATIONS, RunNotFoundError, RunStore
 
 def test_config_layers_defaults_yaml_env_cli(tmp_path: Path) -> None:
     path = tmp_path / "c.yaml"
-    path.write_text("concurrency: 3\nseed: 5\ntarget: {kind: http, url: 'http://127.0.0.1:1'}\n")
+    path.write_text("concurrency: 3\nseed: 5\ntarget: {type: http, url: 'http://127.0.0.1:1'}\n")
     config = load_config(
         path, {"seed": 9}, environ={"RAGMETER_CONCURRENCY": "4", "RAGMETER_SEED": "7"}
     )
-    assert (config.concurrency, config.seed, config.target.kind) == (4, 9, "http")
+    assert (config.concurrency, config.seed, config.target.type) == (4, 9, "http")
     assert load_config(None, environ={}).datasets == ["demo"]
 
 

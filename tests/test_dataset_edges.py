@@ -199,7 +199,7 @@ def test_replay_case_recorded_twice_names_both_lines(tmp_path: Path) -> None:
         ],
     )
     with pytest.raises(DatasetError) as error:
-        ReplayTarget(TargetConfig(kind="replay", path=str(path)))
+        ReplayTarget(TargetConfig(type="replay", path=str(path)))
     [problem] = error.value.problems
     assert (problem.line, problem.field, problem.case_id) == (3, "case_id", "c1")
     assert "first at line 1" in problem.message
@@ -224,7 +224,7 @@ def test_replay_lines_are_checked_when_the_target_is_built(tmp_path: Path) -> No
         encoding="utf-8",
     )
     with pytest.raises(DatasetError) as error:
-        build_target(TargetConfig(kind="replay", path=str(path)))
+        build_target(TargetConfig(type="replay", path=str(path)))
     assert [(p.line, p.field) for p in error.value.problems] == [
         (1, "response"),
         (2, "case_id"),
@@ -244,7 +244,7 @@ def test_replay_reads_unicode_separators_and_names_a_bad_response_by_line(
         + '{"case_id": "b", "response": {"answer": "z", "confidence": NaN}}\n',
         encoding="utf-8",
     )
-    target = ReplayTarget(TargetConfig(kind="replay", path=str(path)))
+    target = ReplayTarget(TargetConfig(type="replay", path=str(path)))
     response = asyncio.run(target.query(Case(case_id="a", question="q")))
     assert response.answer == "x\u2028y"
     with pytest.raises(TargetError) as error:
@@ -403,15 +403,15 @@ def test_a_huge_integer_is_a_problem(tmp_path: Path) -> None:
 
 def test_missing_replay_file_is_an_input_error(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"^replay file missing\.jsonl does not exist$"):
-        build_target(TargetConfig(kind="replay", path="missing.jsonl"))
+        build_target(TargetConfig(type="replay", path="missing.jsonl"))
     with pytest.raises(InputError, match="is a folder"):
-        build_target(TargetConfig(kind="replay", path=str(tmp_path)))
+        build_target(TargetConfig(type="replay", path=str(tmp_path)))
     empty = tmp_path / "empty.jsonl"
     empty.write_text("\n\n", encoding="utf-8")
     with pytest.raises(InputError, match="holds no recorded responses"):
-        build_target(TargetConfig(kind="replay", path=str(empty)))
+        build_target(TargetConfig(type="replay", path=str(empty)))
     with pytest.raises(InputError, match="needs a path"):
-        build_target(TargetConfig(kind="replay"))
+        build_target(TargetConfig(type="replay"))
 
 
 def test_dataset_error_is_an_input_error() -> None:

@@ -215,7 +215,7 @@ def test_reference_target_answers_over_the_cases_corpus(
     monkeypatch.setenv("RAGMETER_CACHE", str(tmp_path / "cache"))
     folder = beir_folder(tmp_path / "beir")
     cases = load_dataset(f"beir:{folder}")
-    target = ReferenceTarget(TargetConfig(kind="reference", top_k=3))
+    target = ReferenceTarget(TargetConfig(type="reference", top_k=3))
     response = asyncio.run(target.query(cases[0]))
     assert response.retrieved[0].doc_id == "d1"  # BEIR's document, not the demo's
     assert list((tmp_path / "cache" / "index").glob("beir-*/chunks.jsonl"))

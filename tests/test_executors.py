@@ -61,7 +61,7 @@ def test_ray_refuses_a_target_object_before_anything_is_stored(tmp_path: Path) -
     async def system(question: str) -> Response:
         return Response(answer=question)
 
-    target = PythonTarget(TargetConfig(kind="python"), function=system)
+    target = PythonTarget(TargetConfig(type="python"), function=system)
     config = EvalConfig(
         executor="ray", store=str(tmp_path / "r.db"), output_dir=str(tmp_path), progress=False
     )

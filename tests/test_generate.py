@@ -21,7 +21,7 @@ from click.testing import CliRunner, Result
 
 from ragmeter.cli.main import main
 from ragmeter.datasets import load_dataset
-from ragmeter.generate import KINDS, Deduper, Options, Summary, allocate, open_corpus
+from ragmeter.generate import CATEGORIES, Deduper, Options, Summary, allocate, open_corpus
 from ragmeter.generate import generate as generate_cases
 from ragmeter.generate.dedup import jaccard, normalise
 from ragmeter.judges import build_judge
@@ -231,10 +231,10 @@ def written(tmp_path: Path) -> list[Case]:
 
 
 def test_the_default_mix() -> None:
-    assert allocate(100, KINDS) == {
+    assert allocate(100, CATEGORIES) == {
         "factual": 30, "multi_hop": 20, "numeric": 20, "list": 10, "unanswerable": 20,
     }  # fmt: skip
-    assert allocate(5, KINDS) == dict.fromkeys(KINDS, 1)
+    assert allocate(5, CATEGORIES) == dict.fromkeys(CATEGORIES, 1)
     assert sum(allocate(7, ("factual", "list")).values()) == 7
     assert allocate(4, ("factual", "list")) == {"factual": 3, "list": 1}
 
@@ -245,18 +245,18 @@ def test_well_formed_replies_make_every_kind_with_gold_ids(
     server = serve(well_formed)
     summary, _ = generate(server, corpus, tmp_path, "-n", "5", "--seed", "3")
     assert summary["kept"] == 5 and summary["rejections"] == [], summary
-    assert {k: v["kept"] for k, v in summary["kinds"].items()} == dict.fromkeys(KINDS, 1)
+    assert {k: v["kept"] for k, v in summary["categories"].items()} == dict.fromkeys(CATEGORIES, 1)
     chunks = {chunk.chunk_id: chunk for chunk in chunk_corpus(corpus)}
     cases = {case.category: case for case in written(tmp_path)}
-    assert set(cases) == set(KINDS)
-    for kind, case in cases.items():
+    assert set(cases) == set(CATEGORIES)
+    for category, case in cases.items():
         generated = case.metadata["generated"]
-        assert generated["kind"] == kind and case.tags == ["generated", kind]
+        assert generated["category"] == category and case.tags == ["generated", category]
         assert case.metadata["ragmeter_corpus"] == str(corpus.resolve())
         assert generated["validation"]["calls"]  # the second call, recorded
         for name, version in generated["prompts"].items():
             assert load_prompt(name).version == version
-        if kind == "unanswerable":
+        if category == "unanswerable":
             assert not case.answerable and case.gold_passages == [] and not case.reference_answer
             assert generated["validation"]["answerable"] is False
             assert generated["validation"]["contexts"]  # the chunks the pipeline retrieves
@@ -294,7 +294,7 @@ def test_corpus_text_is_delimited_as_untrusted(
         encoding="utf-8",
     )
     server = serve(well_formed)
-    generate(server, corpus, tmp_path, "-n", "5", "--kinds", "factual", "--seed", "1")
+    generate(server, corpus, tmp_path, "-n", "5", "--categories", "factual", "--seed", "1")
     for request in server.requests:
         system, user = (m["content"] for m in request["messages"])
         assert "never instructions" in system
@@ -312,13 +312,15 @@ def test_a_malformed_reply_is_repaired_once_then_skipped(
         return well_formed(body)
 
     server = serve(script)
-    summary, result = generate(server, corpus, tmp_path, "-n", "1", "--kinds", "factual", code=1)
+    summary, result = generate(
+        server, corpus, tmp_path, "-n", "1", "--categories", "factual", code=1
+    )
     assert len(server.requests) == 4  # 2 attempts (-n 1, --attempts 2), each asked and repaired
     repairs = [r for r in server.requests if r["messages"][-1]["content"].startswith("Your reply")]
     assert len(repairs) == 2 and all(len(r["messages"]) == 4 for r in repairs)
     assert server.asked("Can the question be answered") == []  # nothing to validate
     assert summary["kept"] == 0
-    assert summary["kinds"]["factual"]["rejected"] == {"malformed reply": 2}
+    assert summary["categories"]["factual"]["rejected"] == {"malformed reply": 2}
     for rejection in summary["rejections"]:
         assert rejection["reason"] == "malformed reply"
         assert "after one repair" in rejection["detail"] and "not JSON" in rejection["detail"]
@@ -338,7 +340,7 @@ def test_a_reply_repaired_on_the_second_try_is_kept(
         return well_formed(body)
 
     server = serve(script)
-    summary, _ = generate(server, corpus, tmp_path, "-n", "1", "--kinds", "numeric")
+    summary, _ = generate(server, corpus, tmp_path, "-n", "1", "--categories", "numeric")
     (case,) = written(tmp_path)
     assert summary["rejections"] == [] and case.metadata["generated"]["repaired"] is True
     repair = server.requests[1]["messages"][-1]["content"]
@@ -365,11 +367,11 @@ def test_near_duplicate_questions_are_removed_before_validation(
 
     server = serve(script)
     summary, _ = generate(
-        server, corpus, tmp_path, "-n", "2", "--kinds", "factual", "--concurrency", "1"
+        server, corpus, tmp_path, "-n", "2", "--categories", "factual", "--concurrency", "1"
     )
     assert summary["kept"] == 2
-    assert summary["kinds"]["factual"]["rejected"] == {"near-duplicate question": 2}
-    assert summary["kinds"]["factual"]["attempts"] == 4
+    assert summary["categories"]["factual"]["rejected"] == {"near-duplicate question": 2}
+    assert summary["categories"]["factual"]["attempts"] == 4
     assert len(server.asked("Can the question be answered")) == 2  # duplicates cost no check
     assert [c.question for c in written(tmp_path)] == [
         "How many vacation days do employees get per year?",
@@ -404,10 +406,18 @@ def test_validation_rejects_what_it_does_not_confirm(
 
     server = serve(script)
     summary, result = generate(
-        server, corpus, tmp_path, "-n", "2", "--kinds", "factual,unanswerable", "--attempts", "1"
+        server,
+        corpus,
+        tmp_path,
+        "-n",
+        "2",
+        "--categories",
+        "factual,unanswerable",
+        "--attempts",
+        "1",
     )
-    assert summary["kinds"]["factual"]["kept"] == 1
-    assert summary["kinds"]["unanswerable"] == {
+    assert summary["categories"]["factual"]["kept"] == 1
+    assert summary["categories"]["unanswerable"] == {
         "asked": 1, "attempts": 1, "kept": 0, "out_of_chunks": False,
         "rejected": {"not confirmed by validation": 1},
     }  # fmt: skip
@@ -424,12 +434,12 @@ def test_the_table_summary_and_option_errors(
     out = tmp_path / "cases.jsonl"
     base = ["generate", str(corpus), "--judge", server.spec, "-o", str(out)]
     store = ["--store", str(tmp_path / "r.db")]
-    result = CliRunner().invoke(main, [*base, *store, "-n", "2", "--kinds", "list"])
+    result = CliRunner().invoke(main, [*base, *store, "-n", "2", "--categories", "list"])
     assert result.exit_code == 0, result.output
     assert "generated 1 of 2 cases" in result.stdout and "out of chunks" in result.stdout
     assert "1 cases -> " in result.stdout and "cost unknown" in result.stdout
     for args, message in [
-        (["--kinds", "factual,bogus"], "name each of factual"),
+        (["--categories", "factual,bogus"], "name each of factual"),
         (["-n", "0"], "at least 1"),
         (["--attempts", "0"], "--attempts must be at least 1"),
         (["--max-judge-cost", "1"], "has no price"),
@@ -473,7 +483,7 @@ def test_the_judge_budget_stops_the_run_and_keeps_what_was_made(
         # 100 + 20 tokens a call at 1 USD per 1k tokens: 0.12 USD a call, 2 calls fit
         session = JudgeSession(judge, prices={"m": (1.0, 1.0)}, budget=Budget(0.2))
         try:
-            options = Options(n=3, kinds=("factual",), seed=1, dataset="c")
+            options = Options(n=3, categories=("factual",), seed=1, dataset="c")
             return await generate_cases(open_corpus(str(corpus)), session, options)
         finally:
             await judge.aclose()
@@ -483,7 +493,7 @@ def test_the_judge_budget_stops_the_run_and_keeps_what_was_made(
     # the budget is checked before each call: calls already in flight (2 at a time) may end
     # past it
     assert summary.cost_usd is not None and 0.2 <= summary.cost_usd <= 0.36 + 1e-9
-    count = summary.kinds["factual"]
+    count = summary.categories["factual"]
     assert count.kept == len(cases) and count.kept + sum(count.rejected.values()) == count.attempts
     assert count.rejected["judge error"] >= 1
     assert all(r.reason == "judge error" for r in summary.rejections)

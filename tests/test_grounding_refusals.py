@@ -125,7 +125,7 @@ def test_five_refusals_in_words_skip_the_claim_metrics_and_the_run_passes(
         grounding_model="lexical",
         targets=["claim_support_rate > 0.85"],
     )  # type: ignore[call-arg]
-    target = PythonTarget(TargetConfig(kind="python"), function=system)
+    target = PythonTarget(TargetConfig(type="python"), function=system)
     outcome = evaluate(config, cases=dataset(), target=target)
     scores = {(s.metric, s.case_id): s for s in outcome.scores}
     refused = [f"none-{i}" for i in range(4)] + ["missed"]

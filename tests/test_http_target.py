@@ -128,7 +128,7 @@ def test_run_with_template_mapping_retries_and_redacted_secret(
         progress=False,
         metrics=["retrieval", "performance"],
         target=TargetConfig(
-            kind="http",
+            type="http",
             url=url,
             info_path=None,
             max_retries=2,
@@ -178,7 +178,7 @@ def test_preflight_failure_stops_before_any_run(tmp_path: Path) -> None:
         store=str(tmp_path / "r.db"),
         output_dir=str(tmp_path / "out"),
         progress=False,
-        target=TargetConfig(kind="http", url="http://127.0.0.1:9", timeout_s=1),
+        target=TargetConfig(type="http", url="http://127.0.0.1:9", timeout_s=1),
     )
     with pytest.raises(TargetError) as error:
         evaluate(config, cases=[Case(case_id="a", question="q")])

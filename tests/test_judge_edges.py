@@ -478,9 +478,9 @@ def test_preflight_cloud_judges_check_the_key_and_send_nothing(
     monkeypatch.setenv("OPENAI_BASE_URL", f"{server.url}/v1")
     monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
     snapshot = preflight("openai:gpt-4o-mini")
-    assert snapshot["kind"] == "openai" and snapshot["model"] == "gpt-4o-mini"
+    assert snapshot["provider"] == "openai" and snapshot["model"] == "gpt-4o-mini"
     assert snapshot["api_key_env"] == "OPENAI_API_KEY" and snapshot["contacted"] is False
-    assert preflight("anthropic:claude-x")["kind"] == "anthropic"
+    assert preflight("anthropic:claude-x")["provider"] == "anthropic"
     assert server.seen == []
     assert "sk-preflight" not in json.dumps(snapshot)
 
@@ -527,7 +527,7 @@ def test_preflight_http_server_up_even_with_404_and_snapshot_is_redacted(
     servers.append(server)
     snapshot = preflight(f"{server.with_credentials()}/v1/#qwen")
     assert snapshot == {
-        "kind": "http",
+        "provider": "http",
         "model": "qwen",
         "judge_model": f"{server.url}/v1#qwen",
         "base_url": f"{server.url}/v1",

@@ -117,7 +117,7 @@ async def cell() -> None:
     try:
         evaluate(EvalConfig(store=sys.argv[1], output_dir=sys.argv[2], progress=False,
                             metrics=["lexical"], concurrency=1,
-                            target={"kind": "python", "callable": "slowtarget:slow"}))
+                            target={"type": "python", "callable": "slowtarget:slow"}))
     except RunInterruptedError as exc:
         (interrupted_at,) = slowtarget.INTERRUPTED_AT
         print("INTERRUPTED", exc.run_id, round(time.perf_counter() - interrupted_at, 1))

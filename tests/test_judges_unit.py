@@ -776,7 +776,7 @@ def test_rescore_judges_stored_responses_without_the_system(serve: Any, tmp_path
             output_dir=str(tmp_path / "o"),
             progress=False,
             metrics=["retrieval"],
-            target=TargetConfig(kind="replay", path=str(replay)),
+            target=TargetConfig(type="replay", path=str(replay)),
         ),
         cases=first_cases(store, first.record.id),
     )

@@ -226,7 +226,7 @@ def target_in(module: types.ModuleType) -> PythonTarget:
 
     answer.__module__ = module.__name__
     module.answer = answer  # type: ignore[attr-defined]
-    return PythonTarget(TargetConfig(kind="python"), function=answer)
+    return PythonTarget(TargetConfig(type="python"), function=answer)
 
 
 def stats_of(target: Any) -> dict[str, Any] | None:
@@ -288,7 +288,7 @@ def test_python_hook_on_a_callable_object() -> None:
 
     pipeline = Pipeline()
     for function in (pipeline, pipeline.__call__):
-        target = PythonTarget(TargetConfig(kind="python"), function=function)
+        target = PythonTarget(TargetConfig(type="python"), function=function)
         assert (stats_of(target) or {})["stats"] == {"index_version": "v7"}
 
 
@@ -335,7 +335,7 @@ def test_stats_are_fetched_once_stored_rescored_and_shown(tmp_path: Path) -> Non
             output_dir=str(tmp_path / "out"),
             progress=False,
             metrics=["performance", "pipeline"],
-            target=TargetConfig(kind="python", callable=f"{__name__}:hooked_answer"),
+            target=TargetConfig(type="python", callable=f"{__name__}:hooked_answer"),
         )
         cases = [Case(case_id=f"q{i}", question=f"q {i}", min_citations=1) for i in range(3)]
         outcome = evaluate(config, cases=cases)

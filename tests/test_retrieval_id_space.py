@@ -182,7 +182,7 @@ def test_a_run_of_unmatchable_ids_reads_failed_and_its_target_is_not_measured(
     def system(question: str) -> Response:
         return llama_reply(REPLIES[0], doc_ids=False)
 
-    target = PythonTarget(TargetConfig(kind="python"), function=system)
+    target = PythonTarget(TargetConfig(type="python"), function=system)
     config = EvalConfig(
         store=str(tmp_path / "r.db"),
         output_dir=str(tmp_path / "out"),

@@ -56,7 +56,7 @@ def test_concurrency_is_bounded_and_slow_cases_time_out(tmp_path: Path) -> None:
         finally:
             in_flight -= 1
 
-    target = PythonTarget(TargetConfig(kind="python"), function=system)
+    target = PythonTarget(TargetConfig(type="python"), function=system)
     outcome = evaluate(
         config(tmp_path, concurrency=4, case_timeout_s=1.0, samples=12, seed=1),
         cases=CASES,
@@ -77,7 +77,7 @@ def test_sync_callable_receiving_the_case(tmp_path: Path) -> None:
             raise ValueError("boom")
         return {"answer": case.case_id, "abstained": False}
 
-    target = PythonTarget(TargetConfig(kind="python"), function=system)
+    target = PythonTarget(TargetConfig(type="python"), function=system)
     outcome = evaluate(config(tmp_path, samples=3, seed=0), cases=CASES[:3], target=target)
     by_id = {r.case_id: r for r in outcome.results}
     assert by_id["c00"].response is not None and by_id["c00"].response.answer == "c00"

@@ -58,7 +58,7 @@ def _replay_files(folder: Path, copies: int) -> tuple[Path, Path]:
 def _config(folder: Path, dataset: Path, replay: Path, name: str) -> EvalConfig:
     return EvalConfig(
         datasets=[str(dataset)],
-        target=TargetConfig(kind="replay", path=str(replay)),
+        target=TargetConfig(type="replay", path=str(replay)),
         store=str(folder / f"{name}.db"),
         output_dir=str(folder / name),
         metrics=FAMILIES,

@@ -149,7 +149,7 @@ CASE = Case(case_id="c1", question="What is the leave policy?")
 def http_target(url: str, **options: Any) -> HttpTarget:
     options.setdefault("backoff_s", 0.01)
     options.setdefault("info_path", None)
-    return HttpTarget(TargetConfig(kind="http", url=url, **options))
+    return HttpTarget(TargetConfig(type="http", url=url, **options))
 
 
 def ask(target: Any, case: Case = CASE, timeout_s: float = 10.0) -> Response:
@@ -384,7 +384,7 @@ def test_target_text_in_messages_is_clipped(serve: Callable[[Script], Server]) -
 
 
 def python_target(function: Callable[..., Any]) -> PythonTarget:
-    return PythonTarget(TargetConfig(kind="python"), function=function)
+    return PythonTarget(TargetConfig(type="python"), function=function)
 
 
 def test_a_python_function_that_builds_an_invalid_response_is_invalid_response() -> None:
@@ -478,7 +478,7 @@ def test_a_module_target_is_importable_from_the_current_directory(
 ) -> None:
     write_project(tmp_path, "cwdrag")
     monkeypatch.chdir(tmp_path)
-    assert ask(PythonTarget(TargetConfig(kind="python", callable="cwdrag:answer"))).answer == (
+    assert ask(PythonTarget(TargetConfig(type="python", callable="cwdrag:answer"))).answer == (
         "answer to: What is the leave policy?"
     )
 

@@ -373,7 +373,7 @@ def test_python_results_may_be_the_frameworks_objects() -> None:
 
 def test_a_python_target_applies_its_response_mapping_and_format() -> None:
     mapped = TargetConfig(
-        kind="python",
+        type="python",
         callable="x:y",
         response_mapping={"answer": "out.text", "retrieved": "out.hits"},
     )
@@ -392,13 +392,13 @@ def test_a_python_target_applies_its_response_mapping_and_format() -> None:
 def test_config_checks_the_format_and_refuses_it_beside_a_mapping() -> None:
     with pytest.raises(ConfigError, match="unknown response format 'llama'"):
         load_config(
-            overrides={"target": {"kind": "http", "url": "http://x", "response_format": "llama"}}
+            overrides={"target": {"type": "http", "url": "http://x", "response_format": "llama"}}
         )
     with pytest.raises(ConfigError, match="give one of them"):
         load_config(
             overrides={
                 "target": {
-                    "kind": "http",
+                    "type": "http",
                     "url": "http://x",
                     "response_format": "llamaindex",
                     "response_mapping": {"answer": "a"},

@@ -154,7 +154,9 @@ class TargetConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    kind: str = "reference"
+    # the target's type: a name registered under targets (http, python, replay, reference, a
+    # plugin's); "kind", its old name, is read too
+    type: str = "reference"
     url: str | None = None
     path: str | None = None
     callable: str | None = None
@@ -192,10 +194,13 @@ class TargetConfig(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _url_means_http(cls, data: Any) -> Any:
-        # a URL with no kind (RAGMETER_TARGET_URL, seed 002's rag_server_url) names an HTTP
+        # a URL with no type (RAGMETER_TARGET_URL, seed 002's rag_server_url) names an HTTP
         # target: the reference pipeline has no URL to ignore it for
-        if isinstance(data, dict) and data.get("url") and "kind" not in data:
-            return {**data, "kind": "http"}
+        if isinstance(data, dict) and "kind" in data:  # a later layer's "type" wins
+            data = {"type": data["kind"], **data}
+            del data["kind"]
+        if isinstance(data, dict) and data.get("url") and "type" not in data:
+            return {**data, "type": "http"}
         return data
 
 

@@ -23,7 +23,7 @@ __all__ = ["DEFAULT", "config_rows", "config_schema", "effective_config"]
 
 DEFAULT = "default"
 # settings derived from another one when not given themselves: field -> the one it follows
-DERIVED = {"output_dir": "store", "case_timeout_s": "target.timeout_s", "target.kind": "target.url"}
+DERIVED = {"output_dir": "store", "case_timeout_s": "target.timeout_s", "target.type": "target.url"}
 # config fields shown one sub-field a row
 NESTED = ("target",)
 

@@ -7,7 +7,7 @@ add entries through the entry-point groups ``ragmeter.metrics``, ``ragmeter.targ
 fails for a missing package raises :class:`PluginImportError` with the install hint registered
 for it. Unknown names fail with a "did you mean".
 
-What each kind's object is called with:
+What each point's object is called with:
 
 - ``metrics``: ``family(settings: MetricSettings) -> list[Metric]``;
 - ``targets``: a class built as ``cls(config: TargetConfig, concurrency=N)``;
@@ -30,16 +30,22 @@ from typing import Any, Literal
 
 from ragmeter.errors import InputError
 
-Kind = Literal["metrics", "targets", "judges", "embedders", "loaders"]
-KINDS: tuple[Kind, ...] = ("metrics", "targets", "judges", "embedders", "loaders")
+ExtensionPoint = Literal["metrics", "targets", "judges", "embedders", "loaders"]
+EXTENSION_POINTS: tuple[ExtensionPoint, ...] = (
+    "metrics",
+    "targets",
+    "judges",
+    "embedders",
+    "loaders",
+)
 
 
 class UnknownNameError(InputError, KeyError):
-    def __init__(self, kind: str, name: str, known: list[str]) -> None:
+    def __init__(self, point: str, name: str, known: list[str]) -> None:
         close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
         hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
         available = ", ".join(sorted(known))
-        self.message = f"unknown {_singular(kind)} {name!r}{hint} (available: {available})"
+        self.message = f"unknown {_singular(point)} {name!r}{hint} (available: {available})"
         super().__init__(self.message)
 
     def __str__(self) -> str:
@@ -50,8 +56,8 @@ class PluginImportError(InputError):
     """A registered entry whose module cannot be imported (a package it needs is missing)."""
 
 
-def _singular(kind: str) -> str:
-    return {"metrics": "metric family", "judges": "judge provider"}.get(kind, kind[:-1])
+def _singular(point: str) -> str:
+    return {"metrics": "metric family", "judges": "judge provider"}.get(point, point[:-1])
 
 
 @dataclass
@@ -62,7 +68,7 @@ class Entry:
 
 
 _SEMANTIC = "pip install 'ragmeter[semantic]'"
-_BUILTINS: dict[Kind, dict[str, str | tuple[str, str]]] = {
+_BUILTINS: dict[ExtensionPoint, dict[str, str | tuple[str, str]]] = {
     "metrics": {
         "retrieval": "ragmeter.metrics.retrieval:retrieval_metrics",
         "lexical": "ragmeter.metrics.lexical:lexical_metrics",
@@ -119,8 +125,9 @@ def _builtin_loaders() -> dict[str, str]:
 
 class Registry:
     def __init__(self) -> None:
-        self._entries: dict[Kind, dict[str, Entry]] = {
-            kind: {name: _entry(value) for name, value in _BUILTINS[kind].items()} for kind in KINDS
+        self._entries: dict[ExtensionPoint, dict[str, Entry]] = {
+            point: {name: _entry(value) for name, value in _BUILTINS[point].items()}
+            for point in EXTENSION_POINTS
         }
         self._plugins_loaded = False
         self._loaders_added = False
@@ -129,17 +136,19 @@ class Registry:
 
     def register(
         self,
-        kind: Kind,
+        point: ExtensionPoint,
         name: str,
         target: str | Any,
         *,
         install_hint: str | None = None,
         origin: str = "registered",
     ) -> None:
-        """Add ``name`` under ``kind``: a ``"module:attr"`` string or the object itself."""
-        if kind not in KINDS:
-            raise InputError(f"unknown registry kind {kind!r}; kinds: {', '.join(KINDS)}")
-        self._entries[kind][name] = Entry(target, install_hint, origin)
+        """Add ``name`` under ``point``: a ``"module:attr"`` string or the object itself."""
+        if point not in EXTENSION_POINTS:
+            raise InputError(
+                f"unknown extension point {point!r}; the points: {', '.join(EXTENSION_POINTS)}"
+            )
+        self._entries[point][name] = Entry(target, install_hint, origin)
 
     def _add_builtin_loaders(self) -> None:
         if not self._loaders_added:
@@ -147,48 +156,48 @@ class Registry:
                 self._entries["loaders"].setdefault(name, _entry(value))
             self._loaders_added = True
 
-    def snapshot(self) -> dict[Kind, dict[str, Entry]]:
+    def snapshot(self) -> dict[ExtensionPoint, dict[str, Entry]]:
         """A copy of every entry, for ``restore`` (a test's registrations undone after it)."""
         self._add_builtin_loaders()
-        return {kind: dict(entries) for kind, entries in self._entries.items()}
+        return {point: dict(entries) for point, entries in self._entries.items()}
 
-    def restore(self, snapshot: dict[Kind, dict[str, Entry]]) -> None:
+    def restore(self, snapshot: dict[ExtensionPoint, dict[str, Entry]]) -> None:
         with self._lock:
-            for kind, entries in snapshot.items():
-                self._entries[kind] = dict(entries)
+            for point, entries in snapshot.items():
+                self._entries[point] = dict(entries)
 
     def _load_plugins(self) -> None:
         with self._lock:
             if self._plugins_loaded:
                 return
             self._add_builtin_loaders()
-            for kind in KINDS:
-                for point in entry_points(group=f"ragmeter.{kind}"):
-                    origin = point.dist.name if point.dist is not None else "plugin"
-                    if point.name in self._entries[kind]:  # a built-in (or earlier) name wins
-                        held = self._entries[kind][point.name].origin
+            for point in EXTENSION_POINTS:
+                for found in entry_points(group=f"ragmeter.{point}"):
+                    origin = found.dist.name if found.dist is not None else "plugin"
+                    if found.name in self._entries[point]:  # a built-in (or earlier) name wins
+                        held = self._entries[point][found.name].origin
                         self.shadowed.append(
-                            f"{_singular(kind)} {point.name!r} of {origin} is ignored: "
+                            f"{_singular(point)} {found.name!r} of {origin} is ignored: "
                             f"the name is taken by {held}"
                         )
                         continue
-                    self._entries[kind][point.name] = Entry(point.value, origin=origin)
+                    self._entries[point][found.name] = Entry(found.value, origin=origin)
             self._plugins_loaded = True
 
-    def names(self, kind: Kind) -> list[str]:
+    def names(self, point: ExtensionPoint) -> list[str]:
         self._load_plugins()
-        return sorted(self._entries[kind])
+        return sorted(self._entries[point])
 
-    def origin(self, kind: Kind, name: str) -> str:
+    def origin(self, point: ExtensionPoint, name: str) -> str:
         """``built-in``, or the distribution that registered ``name`` through an entry point."""
         self._load_plugins()
-        return self._entries[kind][name].origin if name in self._entries[kind] else "unknown"
+        return self._entries[point][name].origin if name in self._entries[point] else "unknown"
 
-    def get(self, kind: Kind, name: str) -> Any:
+    def get(self, point: ExtensionPoint, name: str) -> Any:
         self._load_plugins()
-        entries = self._entries[kind]
+        entries = self._entries[point]
         if name not in entries:
-            raise UnknownNameError(kind, name, list(entries))
+            raise UnknownNameError(point, name, list(entries))
         entry = entries[name]
         if isinstance(entry.target, str):
             module_name, _, attribute = entry.target.partition(":")
@@ -197,18 +206,18 @@ class Registry:
             except ModuleNotFoundError as exc:
                 hint = entry.install_hint or f"install the package that provides {module_name}"
                 raise PluginImportError(
-                    f"{_singular(kind)} {name!r} cannot be loaded: {exc}; {hint}"
+                    f"{_singular(point)} {name!r} cannot be loaded: {exc}; {hint}"
                 ) from exc
             except Exception as exc:  # a plugin broken on import (an API it uses is gone, ...)
                 raise PluginImportError(
-                    f"{_singular(kind)} {name!r} ({entry.origin}) failed to import "
+                    f"{_singular(point)} {name!r} ({entry.origin}) failed to import "
                     f"{module_name}: {type(exc).__name__}: {exc}"
                 ) from exc
             try:
                 entry.target = getattr(module, attribute)
             except AttributeError:
                 raise PluginImportError(
-                    f"{_singular(kind)} {name!r}: {module_name} has no {attribute!r}"
+                    f"{_singular(point)} {name!r}: {module_name} has no {attribute!r}"
                 ) from None
         return entry.target
 

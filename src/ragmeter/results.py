@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 __all__ = ["PANDAS_HINT", "MissingDependencyError", "Run"]
 
 PANDAS_HINT = "pip install pandas"
-FrameKind = Literal["cases", "scores", "metrics"]
+FrameRows = Literal["cases", "scores", "metrics"]
 
 
 class MissingDependencyError(RagmeterError, ImportError):
@@ -75,7 +75,7 @@ class Run(RunFile):
             )
         return summary
 
-    def to_pandas(self, kind: FrameKind = "cases") -> Any:  # a pandas.DataFrame
+    def to_pandas(self, rows: FrameRows = "cases") -> Any:  # a pandas.DataFrame
         """The run as a pandas DataFrame (``pip install pandas``):
 
         - ``"cases"``: a row a case (``case_id``, ``status``, ``error_type``, ``latency_ms``) and
@@ -90,25 +90,25 @@ class Run(RunFile):
             raise MissingDependencyError(
                 f"Run.to_pandas() needs pandas, which is not installed: {PANDAS_HINT}"
             ) from exc
-        return pandas.DataFrame(self._rows(kind))
+        return pandas.DataFrame(self._rows(rows))
 
-    def _rows(self, kind: FrameKind) -> list[dict[str, Any]]:
-        if kind == "metrics":
+    def _rows(self, rows: FrameRows) -> list[dict[str, Any]]:
+        if rows == "metrics":
             fields = ("name", "group", "value", "ci_low", "ci_high", "n_scored", "n_skipped")
             extra = ("n_failed", "coverage", "unit", "kind", "higher_is_better", "aggregation")
             metrics = self.scorecard.metrics if self.scorecard is not None else []
             return [{key: getattr(m, key) for key in fields + extra} for m in metrics]
-        if kind not in ("cases", "scores"):
-            raise ValueError(f"to_pandas: kind {kind!r} is not one of cases, scores, metrics")
-        rows: list[dict[str, Any]] = []
+        if rows not in ("cases", "scores"):
+            raise ValueError(f"to_pandas: rows {rows!r} is not one of cases, scores, metrics")
+        table: list[dict[str, Any]] = []
         for case in self.cases or []:
-            if kind == "scores":
+            if rows == "scores":
                 for metric, score in case.scores.items():
                     if isinstance(score, int | float):
                         value, status, reason = float(score), "ok", None
                     else:
                         value, status, reason = None, score["status"], score.get("reason")
-                    rows.append(
+                    table.append(
                         {
                             "case_id": case.case_id,
                             "metric": metric,
@@ -127,5 +127,5 @@ class Run(RunFile):
             for metric in self.metric_names:
                 found = case.scores.get(metric)
                 row[metric] = float(found) if isinstance(found, int | float) else float("nan")
-            rows.append(row)
-        return rows
+            table.append(row)
+        return table

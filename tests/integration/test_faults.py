@@ -174,7 +174,7 @@ def test_api_run_case_timeout(server: FaultyServer, tmp_path: Path) -> None:
     # The case timeout (0.5 s) is shorter than the HTTP timeout (10 s): the engine's wait_for
     # cancels the hung query and records case_timeout.
     config = EvalConfig(
-        target=TargetConfig(kind="http", url=server.url, timeout_s=10, backoff_s=0.01),
+        target=TargetConfig(type="http", url=server.url, timeout_s=10, backoff_s=0.01),
         case_timeout_s=1.0,
         concurrency=3,
         store=str(tmp_path / "runs.db"),
@@ -201,7 +201,7 @@ def test_api_run_case_timeout(server: FaultyServer, tmp_path: Path) -> None:
 def test_retried_success_records_attempts(server: FaultyServer, tmp_path: Path) -> None:
     retried = {case_id: MIXED[case_id] for case_id in RETRIED_OK}
     config = EvalConfig(
-        target=TargetConfig(kind="http", url=server.url, timeout_s=5, backoff_s=0.01),
+        target=TargetConfig(type="http", url=server.url, timeout_s=5, backoff_s=0.01),
         concurrency=2,
         store=str(tmp_path / "runs.db"),
         output_dir=str(tmp_path / "runs"),
@@ -221,7 +221,7 @@ def test_server_dies_mid_run(tmp_path: Path) -> None:
     with FaultyServer(die_after=served) as dying:
         config = EvalConfig(
             target=TargetConfig(
-                kind="http", url=dying.url, timeout_s=2, max_retries=1, backoff_s=0.01
+                type="http", url=dying.url, timeout_s=2, max_retries=1, backoff_s=0.01
             ),
             case_timeout_s=5,
             concurrency=2,
@@ -360,9 +360,9 @@ def test_python_target_that_raises(tmp_path: Path) -> None:
 
     questions = {f"p{i}": (f"BOOM {i}" if i % 3 == 0 else f"fine {i}") for i in range(9)}
     questions["p9"] = "KEYERR 9"
-    target = PythonTarget(TargetConfig(kind="python"), function=answer)
+    target = PythonTarget(TargetConfig(type="python"), function=answer)
     config = EvalConfig(
-        target=TargetConfig(kind="python"),
+        target=TargetConfig(type="python"),
         concurrency=3,
         store=str(tmp_path / "runs.db"),
         output_dir=str(tmp_path / "runs"),

@@ -55,15 +55,15 @@ def test_generate_with_the_local_judge(gguf: Path, tmp_path: Path) -> None:
     elapsed = time.perf_counter() - started
     assert done.returncode in (0, 1), done.stderr[-2000:]
     summary = json.loads(done.stdout)
-    rejected = [(r["kind"], r["reason"], r["detail"]) for r in summary["rejections"]]
+    rejected = [(r["category"], r["reason"], r["detail"]) for r in summary["rejections"]]
     print(f"generate -n {ASKED}, 0.5B judge: {elapsed:.1f}s, kept {summary['kept']}, {rejected}")
 
     # every attempt is kept or rejected with a reason
     assert summary["stopped"] is None
-    for kind, count in summary["kinds"].items():
-        assert count["kept"] + sum(count["rejected"].values()) == count["attempts"], kind
+    for category, count in summary["categories"].items():
+        assert count["kept"] + sum(count["rejected"].values()) == count["attempts"], category
         assert count["kept"] <= count["asked"]
-    assert sum(c["attempts"] for c in summary["kinds"].values()) == ASKED
+    assert sum(c["attempts"] for c in summary["categories"].values()) == ASKED
     for rejection in summary["rejections"]:
         assert rejection["reason"] in REASONS and rejection["detail"].strip()
         assert rejection["chunks"]
@@ -91,7 +91,7 @@ def test_generate_with_the_local_judge(gguf: Path, tmp_path: Path) -> None:
             assert calls[call_id]["prompt_name"] == "validate_case.v1"
             assert calls[call_id]["status"] == "ok"
         for call_id in generated["generation_calls"]:
-            assert calls[call_id]["prompt_name"] == f"generate_{generated['kind']}.v1"
+            assert calls[call_id]["prompt_name"] == f"generate_{generated['category']}.v1"
         assert validation["answerable"] is case.answerable
         if not case.answerable:
             assert case.gold_passages == [] and validation["contexts"]

@@ -17,7 +17,7 @@ import pytest
 
 PLUGIN = '''
 """ragmeter-tiny-plugin: one metric family, one judge provider, one dataset loader, one
-target kind."""
+target type."""
 
 from __future__ import annotations
 
@@ -74,7 +74,7 @@ def steady_judge(model: str, *, api_key_env: Any, timeout_s: float, max_retries:
 def steady_check(model: str, *, shown: str, api_key_env: Any, timeout_s: float) -> dict[str, Any]:
     if model == "broken":
         raise JudgeConfigError(f"--judge {shown}: the steady judge has no model 'broken'")
-    return {"kind": "steady", "model": model, "contacted": False, "checked_by": "tiny plugin"}
+    return {"provider": "steady", "model": model, "contacted": False, "checked_by": "tiny plugin"}
 
 
 steady = JudgeProviderSpec(steady_judge, steady_check)
@@ -197,8 +197,8 @@ def test_a_plugin_judges_own_check_refuses_before_any_question(site: Path, tmp_p
     assert not (tmp_path / ".ragmeter").exists()  # no run file, no run folder
 
 
-def test_a_plugin_target_kind_is_reached_from_target(site: Path, tmp_path: Path) -> None:
-    """``--target KIND:ARGUMENT`` names a target kind a package registered; the argument
+def test_a_plugin_target_type_is_reached_from_target(site: Path, tmp_path: Path) -> None:
+    """``--target KIND:ARGUMENT`` names a target type a package registered; the argument
     reaches the target as ``options["spec"]``."""
     run = ragmeter(
         site, tmp_path, "eval", "--no-progress", "--dataset", "tiny:v1", "--target", "echo:27 days",
@@ -206,14 +206,14 @@ def test_a_plugin_target_kind_is_reached_from_target(site: Path, tmp_path: Path)
     )  # fmt: skip
     assert run.returncode == 0, run.stderr + run.stdout
     run_file = json.loads(next((tmp_path / "out").glob("*.json")).read_text())
-    assert run_file["config"]["target"]["kind"] == "echo"
+    assert run_file["config"]["target"]["type"] == "echo"
     assert run_file["config"]["target"]["options"] == {"spec": "27 days"}
     assert run_file["config"]["target_info"] == {"echo": "27 days"}
     # the reference answer is "27 days": the echoed answer matches it exactly
     assert [case["scores"]["exact_match"] for case in run_file["cases"]] == [1.0, 1.0]
     unknown = ragmeter(site, tmp_path, "eval", "--target", "ecko:x", "--no-progress")
     assert unknown.returncode == 2
-    assert "did you mean the target kind 'echo' (--target echo:...)?" in unknown.stderr
+    assert "did you mean the target type 'echo' (--target echo:...)?" in unknown.stderr
 
 
 def test_a_plugin_that_cannot_be_imported_is_named_with_what_to_install() -> None:

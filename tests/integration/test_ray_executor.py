@@ -120,7 +120,7 @@ def _config(folder: Path, recorded: tuple[Path, Path], name: str, **changes: Any
     dataset, replay = recorded
     return EvalConfig(
         datasets=[str(dataset)],
-        target=TargetConfig(kind="replay", path=str(replay)),
+        target=TargetConfig(type="replay", path=str(replay)),
         metrics=METRICS,
         breakdowns=["category"],
         bootstrap_resamples=200,

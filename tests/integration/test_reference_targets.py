@@ -44,7 +44,7 @@ def test_http_python_and_replay_give_the_same_scores(reference_server: str, tmp_
             store=store,
             output_dir=out,
             progress=False,
-            target=TargetConfig(kind="http", url=reference_server),
+            target=TargetConfig(type="http", url=reference_server),
         ),
         cases=cases,
     )
@@ -57,7 +57,7 @@ def test_http_python_and_replay_give_the_same_scores(reference_server: str, tmp_
             store=store,
             output_dir=out,
             progress=False,
-            target=TargetConfig(kind="python", callable=f"{__name__}:reference_answer"),
+            target=TargetConfig(type="python", callable=f"{__name__}:reference_answer"),
         ),
         cases=cases,
     )
@@ -85,7 +85,7 @@ def test_http_python_and_replay_give_the_same_scores(reference_server: str, tmp_
             store=store,
             output_dir=out,
             progress=False,
-            target=TargetConfig(kind="replay", path=str(replay_file)),
+            target=TargetConfig(type="replay", path=str(replay_file)),
         ),
         cases=cases,
     )

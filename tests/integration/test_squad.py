@@ -29,7 +29,7 @@ def test_squad_v2_through_the_reference_pipeline(tmp_path: Path) -> None:
             store=str(tmp_path / "r.db"),
             output_dir=str(tmp_path / "o"),
             progress=False,
-            target=TargetConfig(kind="reference", corpus=str(corpus)),
+            target=TargetConfig(type="reference", corpus=str(corpus)),
             # the families of the metrics checked below: the embedding-based families would
             # triple the test's CPU time and nothing here reads them
             metrics=["retrieval", "abstention", "assertions", "citation", "context"],

@@ -49,7 +49,7 @@ from ragmeter.reports.terminal import inert
     "target_spec",
     callback=target_spec,
     help="'reference', http(s)://HOST:PORT, 'replay:FILE.jsonl', 'module:function' or a "
-    "registered target kind (NAME[:ARGUMENT]).",
+    "registered target type (NAME[:ARGUMENT]).",
 )
 @click.option(
     "--corpus", type=click.Path(file_okay=False), help="Corpus folder for the reference target."

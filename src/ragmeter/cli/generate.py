@@ -29,12 +29,14 @@ SHOWN_REJECTIONS = 10  # rejection details printed (all of them are in --json)
         "anthropic:MODEL, http://HOST:PORT/v1#MODEL or local:PATH.gguf.")  # fmt: skip
 @click.option("-n", "--count", "count", default=20, show_default=True, help="Cases to write.")
 @click.option(
+    "--categories",
     "--kinds",
+    "categories",
     callback=comma_list,
-    help="Comma-separated kinds: factual, multi_hop, numeric, list, unanswerable (default: all "
-    "five, mixed 30/20/20/10/20 percent).",
+    help="Comma-separated case categories: factual, multi_hop, numeric, list, unanswerable "
+    "(default: all five, mixed 30/20/20/10/20 percent).",
 )
-@shared("seed", help="Seed of the plan: which chunks each kind is written from.")
+@shared("seed", help="Seed of the plan: which chunks each category is written from.")
 @click.option("-o", "--output", required=True, help="JSONL file the cases are written to.")
 @click.option("--corpus-name", help="Dataset name and case id prefix (default: the corpus name).")
 @shared("max_judge_cost", help="Stop generating at this many USD of judge cost.")
@@ -54,7 +56,7 @@ def generate_command(
     corpus: str,
     judge: str | None,
     count: int,
-    kinds: list[str] | None,
+    categories: list[str] | None,
     seed: int,
     output: str,
     corpus_name: str | None,
@@ -73,7 +75,7 @@ def generate_command(
     Exit 1 when no case was kept (no file is written); fewer cases than asked are written
     with a warning.
     """
-    from ragmeter.generate import KINDS, Options, open_corpus
+    from ragmeter.generate import CATEGORIES, Options, open_corpus
     from ragmeter.judges import judge_settings
 
     if not judge:
@@ -84,10 +86,10 @@ def generate_command(
         fail("--attempts must be at least 1")
     if concurrency < 1:
         fail("--concurrency must be at least 1")
-    chosen = tuple(kinds or KINDS)
-    unknown = [kind for kind in chosen if kind not in KINDS]
+    chosen = tuple(categories or CATEGORIES)
+    unknown = [category for category in chosen if category not in CATEGORIES]
     if unknown or len(set(chosen)) != len(chosen):
-        fail(f"--kinds {','.join(chosen)}: name each of {', '.join(KINDS)} at most once")
+        fail(f"--categories {','.join(chosen)}: name each of {', '.join(CATEGORIES)} at most once")
     settings = judge_settings(
         judge,
         store=store,
@@ -99,7 +101,7 @@ def generate_command(
     name = corpus_name or _default_name(corpus)
     options = Options(
         n=count,
-        kinds=tuple(k for k in KINDS if k in chosen),
+        categories=tuple(k for k in CATEGORIES if k in chosen),
         seed=seed,
         dataset=name,
         attempts_per_case=attempts,
@@ -171,18 +173,20 @@ async def _generate(
 
 def _print_summary(summary: Summary) -> None:
     table = Table(title=f"generated {summary.kept} of {summary.asked} cases")
-    for column in ("kind", "asked", "attempts", "kept", "rejected"):
-        table.add_column(column, justify="left" if column in ("kind", "rejected") else "right")
-    for kind, count in summary.kinds.items():
+    for column in ("category", "asked", "attempts", "kept", "rejected"):
+        table.add_column(column, justify="left" if column in ("category", "rejected") else "right")
+    for category, count in summary.categories.items():
         reasons = ", ".join(f"{reason} {n}" for reason, n in sorted(count.rejected.items()))
         if count.exhausted and count.kept < count.asked:
             reasons = ", ".join(filter(None, [reasons, "out of chunks"]))
         table.add_row(
-            kind, str(count.asked), str(count.attempts), str(count.kept), Text(reasons or "-")
+            category, str(count.asked), str(count.attempts), str(count.kept), Text(reasons or "-")
         )
     console.print(table)
     for rejection in summary.rejections[:SHOWN_REJECTIONS]:
-        line = f"  rejected {rejection.kind} ({', '.join(rejection.chunks)}): {rejection.reason}"
+        line = (
+            f"  rejected {rejection.category} ({', '.join(rejection.chunks)}): {rejection.reason}"
+        )
         console.print(Text(f"{line}: {rejection.detail}"), soft_wrap=True)
     if len(summary.rejections) > SHOWN_REJECTIONS:
         more = len(summary.rejections) - SHOWN_REJECTIONS

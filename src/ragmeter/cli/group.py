@@ -63,8 +63,9 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "plugins": (
         "ragmeter.cli.plugins",
         "plugins_command",
-        "List what the registry holds, kind by kind (metric families, targets, judges, ...), "
-        "with each entry's origin; metric families with each metric's group and kind.",
+        "List what the registry holds for each extension point (metric families, target types, "
+        "judge providers, ...) with each entry's origin; metric families with each metric's "
+        "group and kind.",
     ),
     "reference-server": (
         "ragmeter.cli.server",

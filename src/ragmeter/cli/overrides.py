@@ -68,7 +68,7 @@ CONFIG_FIELDS: dict[str, tuple[str, Callable[[Any], Any] | None]] = {
     # seed 002's options (ragmeter.cli.compat_options)
     "dataset_list": ("datasets", list),
     "no_judge": ("judge", lambda _: None),
-    "rag_url": ("target", lambda url: {"kind": "http", "url": url}),
+    "rag_url": ("target", lambda url: {"type": "http", "url": url}),
 }
 _GIVEN = (ParameterSource.ENVIRONMENT, ParameterSource.COMMANDLINE)
 
@@ -146,9 +146,9 @@ def refuse_ignored_by_resume(ctx: click.Context, run_id: str) -> None:
         )
 
 
-# the target kinds --corpus applies to (the reference pipeline answers over it)
+# the target types --corpus applies to (the reference pipeline answers over it)
 CORPUS_TARGETS = frozenset({"reference"})
-KIND_NAMES = {"http": "an HTTP", "python": "a Python", "replay": "a replay"}
+TYPE_NAMES = {"http": "an HTTP", "python": "a Python", "replay": "a replay"}
 
 
 def refuse_conflicting_options(ctx: click.Context) -> None:
@@ -163,11 +163,11 @@ def refuse_conflicting_options(ctx: click.Context) -> None:
 
     if given("rag_url") and given("target_spec"):
         fail("--rag-url and --target both name the system to evaluate; give one of them")
-    kind = (ctx.params.get("target_spec") or {}).get("kind")
-    if given("corpus") and given("target_spec") and kind not in CORPUS_TARGETS:
+    target_type = (ctx.params.get("target_spec") or {}).get("type")
+    if given("corpus") and given("target_spec") and target_type not in CORPUS_TARGETS:
         fail(
             f"--corpus is the reference pipeline's corpus, and --target names "
-            f"{KIND_NAMES.get(str(kind), repr(kind))} target, "
+            f"{TYPE_NAMES.get(str(target_type), repr(target_type))} target, "
             "which answers from its own documents; drop --corpus (or use --target reference)"
         )
     if given("corpus") and given("rag_url"):

@@ -14,8 +14,9 @@ from ragmeter.reports.terminal import inert
 @main.command("plugins")
 @shared("json")
 def plugins_command(as_json: bool) -> None:
-    """List what the registry holds, kind by kind (metric families, targets, judges, ...), with
-    each entry's origin; metric families with each metric's group and kind."""
+    """List what the registry holds for each extension point (metric families, target types,
+    judge providers, ...) with each entry's origin; metric families with each metric's group
+    and kind."""
     from ragmeter.registry import registry
     from ragmeter.reports.plugins import plugin_listing, plugins_tables
 

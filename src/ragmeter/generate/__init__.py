@@ -2,15 +2,15 @@
 unanswerable cases written from a corpus by an LLM judge, each checked by a second judge call,
 near-duplicates removed. See docs/generate.md."""
 
+from ragmeter.generate.categories import CATEGORIES, DEFAULT_MIX, allocate
 from ragmeter.generate.dedup import THRESHOLD, Deduper
-from ragmeter.generate.kinds import DEFAULT_MIX, KINDS, allocate
 from ragmeter.generate.output import write_cases
 from ragmeter.generate.plan import Corpus, open_corpus
 from ragmeter.generate.run import Options, Summary, generate
 
 __all__ = [
+    "CATEGORIES",
     "DEFAULT_MIX",
-    "KINDS",
     "THRESHOLD",
     "Corpus",
     "Deduper",

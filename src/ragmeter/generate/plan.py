@@ -1,10 +1,10 @@
-"""Which chunks each kind of case is written from, in a seeded order.
+"""Which chunks each category of case is written from, in a seeded order.
 
 The chunks are the reference pipeline's own (:func:`ragmeter.targets.reference.target.
 load_pipeline` over the same corpus argument ``ragmeter eval --corpus`` takes), so the gold
 chunk and document ids of a generated case are the ids that pipeline retrieves.
 
-- every kind uses chunks of at least ``MIN_WORDS`` words;
+- every category uses chunks of at least ``MIN_WORDS`` words;
 - ``numeric``: chunks that hold a digit; ``list``: chunks with two or more bullet lines or
   three or more commas;
 - ``multi_hop``: pairs (A, B) where B is the chunk of another document that BM25 ranks
@@ -12,8 +12,8 @@ chunk and document ids of a generated case are the ids that pipeline retrieves.
   two passages share a subject;
 - ``unanswerable``: any chunk, as the subject the question is near.
 
-Each kind shuffles its candidates with ``random.Random(f"{seed}:{kind}")``: the same corpus,
-seed and kinds give the same plan.
+Each category shuffles its candidates with ``random.Random(f"{seed}:{category}")``: the same corpus,
+seed and categories give the same plan.
 """
 
 from __future__ import annotations
@@ -76,10 +76,10 @@ def _eligible(chunk: Chunk) -> bool:
     return len(chunk.text.split()) >= MIN_WORDS
 
 
-def _fits(kind: str, chunk: Chunk) -> bool:
-    if kind == "numeric":
+def _fits(category: str, chunk: Chunk) -> bool:
+    if category == "numeric":
         return any(ch.isdigit() for ch in chunk.text)
-    if kind == "list":
+    if category == "list":
         return len(_BULLET.findall(chunk.text)) >= 2 or chunk.text.count(",") >= 3
     return True
 
@@ -97,15 +97,15 @@ def _partner(corpus: Corpus, index: int) -> int | None:
     return best[0] if best else None
 
 
-def candidates(corpus: Corpus, kind: str, seed: int) -> Iterator[tuple[Chunk, ...]]:
-    """The chunk tuples ``kind`` may be written from, in the seeded order they are tried
+def candidates(corpus: Corpus, category: str, seed: int) -> Iterator[tuple[Chunk, ...]]:
+    """The chunk tuples ``category`` may be written from, in the seeded order they are tried
     (lazily: a pair's partner is searched only when the pair is reached)."""
-    rng = random.Random(f"{seed}:{kind}")
+    rng = random.Random(f"{seed}:{category}")
     indices = [
-        i for i, chunk in enumerate(corpus.chunks) if _eligible(chunk) and _fits(kind, chunk)
+        i for i, chunk in enumerate(corpus.chunks) if _eligible(chunk) and _fits(category, chunk)
     ]
     rng.shuffle(indices)
-    if kind != "multi_hop":
+    if category != "multi_hop":
         yield from ((corpus.chunks[i],) for i in indices)
         return
     seen: set[frozenset[int]] = set()

@@ -1,11 +1,11 @@
 """The generation loop: plan, ask, check, deduplicate, validate, keep.
 
-For each kind the loop asks for as many cases as it still needs, in rounds, until the kind
+For each category the loop asks for as many cases as it still needs, in rounds, until the category
 has its share, its attempts run out (:data:`ATTEMPTS_PER_CASE` per case asked) or its
 candidate chunks do. One attempt is:
 
 1. the generation call (``generate_KIND.v1``) over the attempt's chunks; the judge session
-   validates the JSON with the kind's pydantic model and :func:`~ragmeter.generate.kinds.
+   validates the JSON with the category's pydantic model and :func:`~ragmeter.generate.categories.
    check_reply`, asks for one repair of a malformed reply, and a second malformed reply skips
    the attempt with its reason;
 2. the near-duplicate rule (:mod:`ragmeter.generate.dedup`) against the questions kept so far;
@@ -26,8 +26,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ragmeter.generate.dedup import Deduper
-from ragmeter.generate.kinds import (
+from ragmeter.generate.categories import (
     PROMPTS,
     VALIDATE_PROMPT,
     CaseCheck,
@@ -37,6 +36,7 @@ from ragmeter.generate.kinds import (
     build_case,
     check_reply,
 )
+from ragmeter.generate.dedup import Deduper
 from ragmeter.generate.plan import Corpus, candidates
 from ragmeter.judges.cost import BudgetReachedError
 from ragmeter.judges.session import JudgeFailure, JudgeSession, Verdict
@@ -47,7 +47,7 @@ ATTEMPTS_PER_CASE = 2  # generation attempts per case asked, at most
 NEAREST_K = 3  # chunks shown when validating an unanswerable case
 MAX_CONTEXT_CHARS = 1500  # each passage shown to the judge is cut to this many characters
 
-# rejection reasons (the summary counts them per kind)
+# rejection reasons (the summary counts them per category)
 MALFORMED = "malformed reply"
 DUPLICATE = "near-duplicate question"
 NOT_CONFIRMED = "not confirmed by validation"
@@ -58,7 +58,7 @@ JUDGE_ERROR = "judge error"
 @dataclass(frozen=True)
 class Options:
     n: int
-    kinds: tuple[str, ...]
+    categories: tuple[str, ...]
     seed: int = 0
     dataset: str = "generated"
     attempts_per_case: int = ATTEMPTS_PER_CASE
@@ -68,7 +68,7 @@ class Options:
 
 @dataclass
 class Rejection:
-    kind: str
+    category: str
     reason: str  # one of the reasons above
     detail: str
     chunks: list[str]
@@ -76,7 +76,7 @@ class Rejection:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "kind": self.kind,
+            "category": self.category,
             "reason": self.reason,
             "detail": self.detail,
             "chunks": self.chunks,
@@ -85,7 +85,7 @@ class Rejection:
 
 
 @dataclass
-class KindCount:
+class CategoryCount:
     asked: int
     attempts: int = 0
     kept: int = 0
@@ -105,7 +105,7 @@ class KindCount:
 @dataclass
 class Summary:
     asked: int
-    kinds: dict[str, KindCount]
+    categories: dict[str, CategoryCount]
     judge_model: str
     rejections: list[Rejection] = field(default_factory=list)
     stopped: str | None = None  # why the loop stopped early (budget, judge down)
@@ -118,13 +118,15 @@ class Summary:
 
     @property
     def kept(self) -> int:
-        return sum(count.kept for count in self.kinds.values())
+        return sum(count.kept for count in self.categories.values())
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "asked": self.asked,
             "kept": self.kept,
-            "kinds": {kind: count.as_dict() for kind, count in self.kinds.items()},
+            "categories": {
+                category: count.as_dict() for category, count in self.categories.items()
+            },
             "rejections": [r.as_dict() for r in self.rejections],
             "stopped": self.stopped,
             "judge": {
@@ -141,13 +143,13 @@ class Summary:
 
 @dataclass
 class _Attempt:
-    kind: str
+    category: str
     seq: int
     chunks: tuple[Chunk, ...]
 
     @property
     def key(self) -> str:
-        return f"generate:{self.kind}:{self.seq}"
+        return f"generate:{self.category}:{self.seq}"
 
     @property
     def chunk_ids(self) -> list[str]:
@@ -165,17 +167,19 @@ class Generator:
         self.corpus = corpus
         self.session = session
         self.options = options
-        quotas = allocate(options.n, options.kinds)
+        quotas = allocate(options.n, options.categories)
         self.summary = Summary(
             asked=options.n,
-            kinds={kind: KindCount(asked=quotas[kind]) for kind in options.kinds},
+            categories={
+                category: CategoryCount(asked=quotas[category]) for category in options.categories
+            },
             judge_model=session.judge.model,
         )
         self.pools: dict[str, Iterator[tuple[Chunk, ...]]] = {
-            kind: candidates(corpus, kind, options.seed) for kind in options.kinds
+            category: candidates(corpus, category, options.seed) for category in options.categories
         }
         self.dedup = Deduper()
-        self.kept: dict[str, list[Case]] = {kind: [] for kind in options.kinds}
+        self.kept: dict[str, list[Case]] = {category: [] for category in options.categories}
         self._seq = 0
 
     def _text(self, chunk: Chunk) -> str:
@@ -183,28 +187,28 @@ class Generator:
         return f"{heading}{chunk.text}"[: self.options.max_context_chars]
 
     def _reject(self, attempt: _Attempt, reason: str, detail: str, question: str | None) -> None:
-        self.summary.kinds[attempt.kind].rejected[reason] += 1
+        self.summary.categories[attempt.category].rejected[reason] += 1
         self.summary.rejections.append(
-            Rejection(attempt.kind, reason, detail, attempt.chunk_ids, question)
+            Rejection(attempt.category, reason, detail, attempt.chunk_ids, question)
         )
 
     def _next_round(self) -> list[_Attempt]:
         batch: list[_Attempt] = []
-        for kind, count in self.summary.kinds.items():
+        for category, count in self.summary.categories.items():
             limit = count.asked * self.options.attempts_per_case
             need = min(count.asked - count.kept, limit - count.attempts)
             for _ in range(max(need, 0) if count.asked else 0):
-                chunks = next(self.pools[kind], None)
+                chunks = next(self.pools[category], None)
                 if chunks is None:
                     count.exhausted = True
                     break
                 self._seq += 1
                 count.attempts += 1
-                batch.append(_Attempt(kind, self._seq, chunks))
+                batch.append(_Attempt(category, self._seq, chunks))
         return batch
 
     async def run(self) -> list[Case]:
-        """Generate; the kept cases in kind order (every kind's cases in plan order)."""
+        """Generate; the kept cases in category order (every category's cases in plan order)."""
         try:
             while not self.summary.stopped:
                 batch = self._next_round()
@@ -218,7 +222,7 @@ class Generator:
             self.summary.prompt_tokens = budget.prompt_tokens
             self.summary.completion_tokens = budget.completion_tokens
             self.summary.cost_usd = budget.spent if self._priced() else None
-        return [case for kind in self.options.kinds for case in self.kept[kind]]
+        return [case for category in self.options.categories for case in self.kept[category]]
 
     def _priced(self) -> bool:
         from ragmeter.judges.cost import price_for
@@ -256,18 +260,18 @@ class Generator:
 
     async def _draft(self, attempt: _Attempt) -> Verdict[_Out] | None:
         texts = [self._text(chunk) for chunk in attempt.chunks]
-        output = _output_of(attempt.kind)
+        output = _output_of(attempt.category)
         if self.summary.stopped:
             self._reject(attempt, JUDGE_ERROR, f"not asked: {self.summary.stopped}", None)
             return None
         try:
             return await self.session.ask(
-                PROMPTS[attempt.kind],
+                PROMPTS[attempt.category],
                 {"contexts": texts},
                 output,
                 case_id=attempt.key,
                 max_tokens=320,
-                check=lambda value: check_reply(attempt.kind, value, texts),
+                check=lambda value: check_reply(attempt.category, value, texts),
             )
         except JudgeFailure as exc:
             reason = MALFORMED if exc.kind in ("invalid", "truncated", "refused") else JUDGE_ERROR
@@ -279,7 +283,7 @@ class Generator:
         return None
 
     def _contexts(self, attempt: _Attempt, question: str) -> list[Chunk]:
-        if attempt.kind != "unanswerable":
+        if attempt.category != "unanswerable":
             return list(attempt.chunks)
         shown = self.corpus.nearest(question, self.options.nearest_k)
         ids = {chunk.chunk_id for chunk in shown}
@@ -318,7 +322,7 @@ class Generator:
             self._reject(attempt, JUDGE_ERROR, str(exc), question)
             return None
         verdict = check.value
-        if attempt.kind == "unanswerable":
+        if attempt.category == "unanswerable":
             problem = "the nearest chunks answer it" if verdict.answerable else None
         else:
             problem = None if verdict.answerable else "its gold passages do not answer it"
@@ -335,12 +339,12 @@ class Generator:
         check: Verdict[CaseCheck],
         contexts: list[Chunk],
     ) -> None:
-        kind = attempt.kind
-        count = self.summary.kinds[kind]
+        category = attempt.category
+        count = self.summary.categories[category]
         count.kept += 1
         value = draft.value
         metadata: dict[str, Any] = {
-            "kind": kind,
+            "category": category,
             "source_chunks": attempt.chunk_ids,
             "seed": self.options.seed,
             "judge_model": self.session.judge.model,
@@ -356,11 +360,11 @@ class Generator:
         }
         if isinstance(value, Unanswerable):
             metadata["why_unanswerable"] = value.reason
-        case_id = f"{self.options.dataset}-{kind.replace('_', '-')}-{count.kept:03d}"
-        self.kept[kind].append(
+        case_id = f"{self.options.dataset}-{category.replace('_', '-')}-{count.kept:03d}"
+        self.kept[category].append(
             build_case(
                 case_id,
-                kind,
+                category,
                 value,
                 list(attempt.chunks),
                 dataset=self.options.dataset,
@@ -370,10 +374,10 @@ class Generator:
         )
 
 
-def _output_of(kind: str) -> type[_Out]:
-    from ragmeter.generate.kinds import OUTPUTS
+def _output_of(category: str) -> type[_Out]:
+    from ragmeter.generate.categories import OUTPUTS
 
-    return OUTPUTS[kind]
+    return OUTPUTS[category]
 
 
 async def generate(corpus: Corpus, session: JudgeSession, options: Options) -> tuple[

@@ -182,7 +182,7 @@ async def preflight_judge(
     factory = registry.get("judges", provider)
     check = getattr(factory, "check", None)  # a provider's own pre-flight (JudgeProviderSpec)
     if check is None:  # found, nothing is contacted
-        snapshot = {"kind": provider, "model": model, "judge_model": shown, "contacted": False}
+        snapshot = {"provider": provider, "model": model, "judge_model": shown, "contacted": False}
     else:
         found = check(model, shown=shown, api_key_env=api_key_env, timeout_s=timeout_s)
         snapshot = dict(await found if inspect.isawaitable(found) else found)

@@ -52,7 +52,7 @@ def _check_cloud(prefix: str, model: str, shown: str, api_key_env: str | None) -
     _key_from(variable, shown)
     clean, _ = split_credentials(base)
     return {
-        "kind": prefix,
+        "provider": prefix,
         "model": model,
         "judge_model": f"{prefix}:{model}",
         "base_url": redact_url(clean.rstrip("/")),
@@ -75,7 +75,7 @@ def check_local(
         )
     if importlib.util.find_spec("llama_cpp") is None:
         raise JudgeConfigError(f"--judge {shown}: {INSTALL_HINT}")
-    return {"kind": "local", "model": path.name, "path": str(path), "contacted": False}
+    return {"provider": "local", "model": path.name, "path": str(path), "contacted": False}
 
 
 async def check_http(
@@ -125,7 +125,7 @@ async def check_http(
             f"GET /models): {fix}"
         )
     return {
-        "kind": "http",
+        "provider": "http",
         "model": model,
         "judge_model": f"{base}#{model}",
         "base_url": shown_base,

@@ -1,5 +1,5 @@
-"""``ragmeter plugins``: what the registry holds, kind by kind, and each metric family's
-metrics with their group and kind. Names can come from third-party plugins: shown inert."""
+"""``ragmeter plugins``: what the registry holds for each extension point, and each metric
+family's metrics with their group and kind. Names can come from third-party plugins: shown inert."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ragmeter.errors import RagmeterError
-from ragmeter.registry import KINDS, Registry
+from ragmeter.registry import EXTENSION_POINTS, Registry
 from ragmeter.reports.terminal import inert, inert_text
 
 
@@ -30,33 +30,34 @@ def _family(registry: Registry, name: str) -> dict[str, Any]:
 
 
 def plugin_listing(registry: Registry) -> dict[str, list[dict[str, Any]]]:
-    """Every kind the registry has, each entry's name and origin (``built-in`` or the plugin's
-    distribution); metric families also list their metrics, or the problem loading them."""
+    """Every extension point of the registry, each entry's name and origin (``built-in`` or the
+    plugin's distribution); metric families also list their metrics, or the problem loading
+    them."""
     listing: dict[str, list[dict[str, Any]]] = {}
-    for kind in KINDS:
-        if kind == "metrics":
-            listing[kind] = [_family(registry, name) for name in registry.names(kind)]
+    for point in EXTENSION_POINTS:
+        if point == "metrics":
+            listing[point] = [_family(registry, name) for name in registry.names(point)]
         else:
-            listing[kind] = [
-                {"name": name, "origin": registry.origin(kind, name)}
-                for name in registry.names(kind)
+            listing[point] = [
+                {"name": name, "origin": registry.origin(point, name)}
+                for name in registry.names(point)
             ]
     return listing
 
 
 def plugins_tables(listing: dict[str, list[dict[str, Any]]]) -> list[Table]:
-    """One table a kind; metric families get a row a metric (name, group, kind)."""
+    """One table an extension point; metric families get a row a metric (name, group, kind)."""
     tables = []
-    for kind, entries in listing.items():
-        table = Table(title=inert(kind), title_justify="left")
+    for point, entries in listing.items():
+        table = Table(title=inert(point), title_justify="left")
         table.add_column("name", no_wrap=True)
         table.add_column("origin", overflow="fold")
-        if kind == "metrics":
+        if point == "metrics":
             for column in ("metric", "group", "kind"):
                 table.add_column(column, no_wrap=True)
         for entry in entries:
             cells: list[Text | str] = [inert_text(entry["name"]), inert_text(entry["origin"])]
-            if kind != "metrics":
+            if point != "metrics":
                 table.add_row(*cells)
                 continue
             if "problem" in entry:

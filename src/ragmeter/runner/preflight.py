@@ -194,7 +194,7 @@ def check_cases(config: EvalConfig, cases: CaseSummary, *, target_named: bool) -
     # a dataset that carries its corpus (cranfield:, beir:, trec:, hotpotqa:, ...) is answered
     # by the reference pipeline over that corpus
     carried = None not in cases.corpora
-    if own_data and not target_named and config.target.kind == "reference" and not carried:
+    if own_data and not target_named and config.target.type == "reference" and not carried:
         raise InputError(
             "your dataset would be asked of the built-in reference pipeline over the bundled "
             "demo corpus, which cannot answer it; name your system with --target "
@@ -210,7 +210,7 @@ def with_carried_corpus(
     """The reference pipeline, when no target or corpus was named and every case carries the
     same corpus (``cranfield:``, ``beir:``, ``hotpotqa:``, ...), answers over that corpus: the
     run's config records it (cases of several corpora are each answered over their own)."""
-    if target_named or config.target.kind != "reference" or config.target.corpus:
+    if target_named or config.target.type != "reference" or config.target.corpus:
         return config
     spec = next(iter(cases.corpora)) if len(cases.corpora) == 1 else None
     if spec is None:
@@ -222,7 +222,7 @@ def with_carried_corpus(
 def target_was_named(config: EvalConfig) -> bool:
     """True when the config (file or flags) chose the target or its corpus explicitly."""
     fields = config.target.model_fields_set
-    return "kind" in fields or "corpus" in fields
+    return "type" in fields or "corpus" in fields
 
 
 async def check_judges(config: EvalConfig) -> dict[str, Any]:

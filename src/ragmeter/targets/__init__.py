@@ -12,7 +12,7 @@ __all__ = ["Target", "TargetError", "build_target", "parse_target_spec"]
 
 
 def build_target(config: TargetConfig, **extra: Any) -> Target:
-    if config.kind == "reference" and (
+    if config.type == "reference" and (
         config.response_mapping or config.response_format not in ("auto", "native")
     ):
         from ragmeter.errors import InputError
@@ -21,6 +21,6 @@ def build_target(config: TargetConfig, **extra: Any) -> Target:
             "the reference target answers in ragmeter's own format: response_mapping and "
             "response_format apply to http, python and replay targets"
         )
-    target_class = registry.get("targets", config.kind)
+    target_class = registry.get("targets", config.type)
     target: Target = target_class(config, **extra)
     return target

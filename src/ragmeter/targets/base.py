@@ -35,31 +35,31 @@ class Target(Protocol):
 
 def parse_target_spec(spec: str) -> dict[str, Any]:
     """Read ``reference``, ``http(s)://...``, ``replay:FILE``, ``FILE.jsonl``, a registered
-    target kind (``KIND`` or ``KIND:ARGUMENT``, the argument in ``options["spec"]``) or
+    target type (``TYPE`` or ``TYPE:ARGUMENT``, the argument in ``options["spec"]``) or
     ``[python:]module:function``."""
     if spec == "reference":
-        return {"kind": "reference"}
+        return {"type": "reference"}
     if spec.startswith(("http://", "https://")):
-        return {"kind": "http", "url": spec}
+        return {"type": "http", "url": spec}
     if spec.startswith("replay:"):
-        return {"kind": "replay", "path": spec.removeprefix("replay:")}
+        return {"type": "replay", "path": spec.removeprefix("replay:")}
     if spec.endswith(".jsonl"):
-        return {"kind": "replay", "path": spec}
+        return {"type": "replay", "path": spec}
     if not spec.startswith("python:"):
-        kind, colon, argument = spec.partition(":")
-        if kind in _plugin_target_kinds():
-            return {"kind": kind, "options": {"spec": argument}} if colon else {"kind": kind}
+        name, colon, argument = spec.partition(":")
+        if name in _plugin_target_types():
+            return {"type": name, "options": {"spec": argument}} if colon else {"type": name}
     callable_spec = spec.removeprefix("python:")
     if ":" in callable_spec:
-        return {"kind": "python", "callable": callable_spec}
+        return {"type": "python", "callable": callable_spec}
     raise InputError(
         f"cannot read target {spec!r}: use 'reference', an http(s):// URL, 'replay:FILE.jsonl', "
-        "'module:function' or a registered target kind (ragmeter plugins lists them)"
+        "'module:function' or a registered target type (ragmeter plugins lists them)"
     )
 
 
-def _plugin_target_kinds() -> set[str]:
-    """The target kinds besides the four built-in ones (registered or from entry points)."""
+def _plugin_target_types() -> set[str]:
+    """The target types besides the four built-in ones (registered or from entry points)."""
     from ragmeter.registry import registry
 
     return set(registry.names("targets")) - {"http", "python", "replay", "reference"}

@@ -180,7 +180,7 @@ async def _read_limited(reply: httpx.Response, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def _json_kind(value: Any) -> str:
+def _json_type(value: Any) -> str:
     """The JSON name of a parsed value's type: ``list``, ``string``, ``number``, ..."""
     if value is None:
         return "null"
@@ -442,7 +442,7 @@ class HttpTarget:
             # a list, a number, true or null: not a reply in the contract (nor an answer text)
             raise TargetError(
                 "invalid_response",
-                f"the reply is a JSON {_json_kind(body)}; expected a JSON object in the response "
+                f"the reply is a JSON {_json_type(body)}; expected a JSON object in the response "
                 f'contract ({{"answer": ..., ...}}), or map its fields with response_mapping '
                 f"(--response-map); its shape: {describe_shape(body)}",
                 attempts,

@@ -152,13 +152,13 @@ def _dependency_hint(exc: BaseException) -> str:
     return ""
 
 
-def _target_kind_hint(module_name: str) -> str:
-    """``; or did you mean the target kind 'echo'?`` when a registered target kind is close."""
+def _target_type_hint(module_name: str) -> str:
+    """``; or did you mean the target type 'echo'?`` when a registered target type is close."""
     from ragmeter.registry import registry
 
     close = difflib.get_close_matches(module_name, registry.names("targets"), n=1, cutoff=0.7)
     return (
-        f"; or did you mean the target kind {close[0]!r} (--target {close[0]}:...)?"
+        f"; or did you mean the target type {close[0]!r} (--target {close[0]}:...)?"
         if close
         else ""
     )
@@ -174,7 +174,7 @@ def _load_module(module_name: str, attribute: str) -> ModuleType:
             raise InputError(
                 f"cannot import {module_name!r} ({_describe(exc)}): run ragmeter from the folder "
                 f"that holds {leaf}.py, pass path/to/{leaf}.py:{attribute}, or add its folder "
-                f"to PYTHONPATH{_target_kind_hint(module_name)}"
+                f"to PYTHONPATH{_target_type_hint(module_name)}"
             ) from None
         raise InputError(
             f"importing {module_name!r} failed: {_describe(exc)}{_where(exc)}"

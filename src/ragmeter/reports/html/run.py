@@ -37,7 +37,7 @@ def describe_target(config: dict[str, Any]) -> str:
     target = config.get("target")
     if not isinstance(target, dict):
         return str(target or "-")
-    kind = str(target.get("kind") or "-")
+    kind = str(target.get("type") or target.get("kind") or "-")  # "kind": an older run
     where = target.get("url") or target.get("path") or target.get("callable")
     if target.get("url"):
         where = redact_url(str(target["url"]))

@@ -1,4 +1,4 @@
-"""The five kinds of generated case: their default mix, the JSON the judge returns for each
+"""The five categories of generated case: their default mix, the JSON the judge returns for each
 (pydantic models, validated by the judge session, which asks for one repair of a malformed
 reply), the checks a reply must pass, and the :class:`~ragmeter.models.Case` each becomes."""
 
@@ -14,8 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from ragmeter.models import Case, GoldFact, GoldPassage, NumericExpectation, SupportGroup
 from ragmeter.targets.reference.chunking import Chunk
 
-KINDS = ("factual", "multi_hop", "numeric", "list", "unanswerable")
-# the default share of each kind in -n cases (largest remainder rounding)
+CATEGORIES = ("factual", "multi_hop", "numeric", "list", "unanswerable")
+# the default share of each category in -n cases (largest remainder rounding)
 DEFAULT_MIX: dict[str, float] = {
     "factual": 0.3,
     "multi_hop": 0.2,
@@ -23,28 +23,28 @@ DEFAULT_MIX: dict[str, float] = {
     "list": 0.1,
     "unanswerable": 0.2,
 }
-PROMPTS = {kind: f"generate_{kind}.v1" for kind in KINDS}
+PROMPTS = {category: f"generate_{category}.v1" for category in CATEGORIES}
 VALIDATE_PROMPT = "validate_case.v1"
 
 
-def allocate(n: int, kinds: tuple[str, ...]) -> dict[str, int]:
-    """``n`` cases over ``kinds`` in proportion to :data:`DEFAULT_MIX` (renormalised over the
-    kinds asked), by largest remainder; ties go to the kind listed first in :data:`KINDS`.
-    When ``n`` is at least the number of kinds, every kind gets at least one case (taken from
-    the kind with the most)."""
-    total = sum(DEFAULT_MIX[kind] for kind in kinds)
-    shares = {kind: n * DEFAULT_MIX[kind] / total for kind in kinds}
-    counts = {kind: math.floor(share) for kind, share in shares.items()}
+def allocate(n: int, categories: tuple[str, ...]) -> dict[str, int]:
+    """``n`` cases over ``categories`` in proportion to :data:`DEFAULT_MIX` (renormalised over
+    the categories asked), by largest remainder; ties go to the category listed first in
+    :data:`CATEGORIES`. When ``n`` is at least the number of categories, every category gets at
+    least one case (taken from the category with the most)."""
+    total = sum(DEFAULT_MIX[category] for category in categories)
+    shares = {category: n * DEFAULT_MIX[category] / total for category in categories}
+    counts = {category: math.floor(share) for category, share in shares.items()}
     left = n - sum(counts.values())
-    order = sorted(kinds, key=lambda k: (-(shares[k] - counts[k]), KINDS.index(k)))
-    for kind in order[:left]:
-        counts[kind] += 1
-    if n >= len(kinds):
-        for kind in kinds:
-            if counts[kind] == 0:
-                richest = max(kinds, key=lambda k: (counts[k], -KINDS.index(k)))
+    order = sorted(categories, key=lambda k: (-(shares[k] - counts[k]), CATEGORIES.index(k)))
+    for category in order[:left]:
+        counts[category] += 1
+    if n >= len(categories):
+        for category in categories:
+            if counts[category] == 0:
+                richest = max(categories, key=lambda k: (counts[k], -CATEGORIES.index(k)))
                 counts[richest] -= 1
-                counts[kind] += 1
+                counts[category] += 1
     return counts
 
 
@@ -105,7 +105,7 @@ def _squash(text: str) -> str:
     return " ".join(re.findall(r"\w+", text.lower()))
 
 
-def check_reply(kind: str, value: _Out, texts: list[str]) -> None:
+def check_reply(category: str, value: _Out, texts: list[str]) -> None:
     """Raise ValueError (the session then asks for one repair) when a reply is unusable: a
     blank field, a question that points at "the passage", a number the passages never state,
     list items the passages never name."""
@@ -141,7 +141,7 @@ def _gold(chunk: Chunk) -> GoldPassage:
 
 def build_case(
     case_id: str,
-    kind: str,
+    category: str,
     value: _Out,
     chunks: list[Chunk],
     *,
@@ -154,9 +154,9 @@ def build_case(
     fields: dict[str, Any] = {
         "case_id": case_id,
         "question": " ".join(value.question.split()),  # type: ignore[attr-defined]
-        "category": kind,
-        "query_type": kind,
-        "tags": ["generated", kind],
+        "category": category,
+        "query_type": category,
+        "tags": ["generated", category],
         "dataset": dataset,
         "metadata": {"ragmeter_corpus": corpus, "generated": metadata},
     }
@@ -166,7 +166,7 @@ def build_case(
     fields["reference_answer"] = value.answer.strip()
     fields["gold_passages"] = [_gold(chunk) for chunk in chunks]
     fields["gold_facts"] = [GoldFact(fact=f.strip()) for f in value.facts if f.strip()]
-    if kind == "multi_hop":
+    if category == "multi_hop":
         fields["multi_hop"] = True
         fields["required_support_groups"] = [
             SupportGroup(name=f"hop {i}", passages=[_gold(chunk)])
