@@ -1,5 +1,5 @@
 """A third-party package adds a metric family, a judge provider, a dataset loader and a target
-kind through entry points; `ragmeter plugins` lists them and `ragmeter eval` uses them all.
+type through entry points; `ragmeter plugins` lists them and `ragmeter eval` uses them all.
 
 The package is installed the way an installer leaves it: its module and a ``.dist-info``
 folder with ``entry_points.txt`` in a site directory on the path of the ragmeter process."""
