@@ -38,6 +38,7 @@ from ragmeter.reports.console import (
 )
 from ragmeter.reports.stats import run_stats, stats_tables
 from ragmeter.reports.terminal import inert, inert_text, make_console
+from ragmeter.run_parts import Performance
 from ragmeter.scoring.compare import Comparison, MetricComparison
 
 # what the edge server sends in its error body (tests/integration/edge_server.py)
@@ -353,12 +354,12 @@ def test_labels_from_the_dataset_and_run_print_literally() -> None:
     record.goals = [
         GoalResult(metric="[red]m1\x1b[5m", op=">", threshold=0.5, value=0.7, status="pass")
     ]
-    record.performance = {
-        "latency_ms": {
+    record.performance = Performance(
+        latency_ms={
             "retrieve\x1b[2J": {"n": 1, "mean": 1.0, "p50": 1.0, "p95": 1.0, "p99": 1.0},
             "generate": {"n": 1, "mean": 1.0, "p50": 1.0, "p95": 1.0, "p99": 1.0},
         }
-    }
+    )
     file = io.StringIO()
     console = Console(file=file, force_terminal=True, width=120, color_system="truecolor")
     print_run(record, console)

@@ -16,12 +16,15 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    SerializationInfo,
     computed_field,
+    field_serializer,
     field_validator,
     model_validator,
 )
 
 from ragmeter.replies import prepared_reply
+from ragmeter.run_parts import Performance
 
 # 3: "goals" (seed 003's "targets", read too); no second "schema_version" in the record
 RUN_FILE_VERSION = 3
@@ -480,7 +483,12 @@ class RunRecord(BaseModel):
     goals: list[GoalResult] = Field(
         default_factory=list, validation_alias=AliasChoices("goals", "targets")
     )
-    performance: dict[str, Any] = Field(default_factory=dict)
+    performance: Performance = Field(default_factory=Performance)
     judge_reliability: dict[str, Any] | None = None
     # the target's index statistics, fetched once per run (ragmeter.targets.index_stats)
     index_stats: dict[str, Any] | None = None
+
+    @field_serializer("performance")
+    def _performance_as_gathered(self, value: Performance, info: SerializationInfo) -> Any:
+        # the parts the run gathered, not the defaults of those it did not
+        return value.model_dump(mode=info.mode, exclude_unset=True)

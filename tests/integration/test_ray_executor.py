@@ -143,7 +143,7 @@ def _card(outcome: RunOutcome) -> dict[str, Any]:
         "breakdowns": record.breakdowns,
         "weighted": record.weighted_score.model_dump() if record.weighted_score else None,
         "targets": [t.model_dump() for t in record.goals],
-        "performance": record.performance,
+        "performance": record.performance.model_dump(),
     }
 
 

@@ -27,6 +27,7 @@ from ragmeter.models import (
 )
 from ragmeter.reports.operational import operational_renderables
 from ragmeter.reports.terminal import inert, inert_text
+from ragmeter.run_parts import Performance
 from ragmeter.scoring.goals import goal_condition
 from ragmeter.text import visible
 
@@ -303,8 +304,8 @@ def goals_table(results: list[GoalResult], scorecard: Scorecard | None = None) -
     return table
 
 
-def latency_table(performance: dict[str, Any]) -> Table | None:
-    stages = performance.get("latency_ms") or {}
+def latency_table(performance: Performance) -> Table | None:
+    stages = performance.latency_ms
     if not stages:
         return None
     table = Table(title="Latency by stage (ms)", title_justify="left")
@@ -320,18 +321,17 @@ def latency_table(performance: dict[str, Any]) -> Table | None:
     return table
 
 
-def cost_line(performance: dict[str, Any]) -> str | None:
-    cost = performance.get("cost")
-    if not cost:
+def cost_line(performance: Performance) -> str | None:
+    cost = performance.cost
+    if cost is None:
         return None
-    system, judge = cost["system"], cost["judge"]
-    if system["per_query_usd"] is None:
+    system, judge = cost.system, cost.judge
+    if system.per_query_usd is None or system.total_usd is None:
         text = "system cost: not reported"
     else:
         text = (
-            f"system cost: ${system['per_query_usd']:.5f}/query, ${system['total_usd']:.4f} "
-            f"total ({system['n_costed']} costed, {system['n_priced_from_tokens']} priced from "
-            f"tokens)"
+            f"system cost: ${system.per_query_usd:.5f}/query, ${system.total_usd:.4f} "
+            f"total ({system.n_costed} costed, {system.n_priced_from_tokens} priced from tokens)"
         )
     judge_text = (
         f"${judge['total_usd']:.4f}"
@@ -464,7 +464,7 @@ def print_run(record: RunRecord, console: Console) -> None:
     if record.goals:
         console.print(goals_table(record.goals, record.scorecard))
     latency = latency_table(record.performance)
-    if latency is not None and len(record.performance.get("latency_ms", {})) > 1:
+    if latency is not None and len(record.performance.latency_ms) > 1:
         console.print(latency)
     cost = cost_line(record.performance)
     if cost:

@@ -3,7 +3,7 @@ scorecard (compact and ``-v``), ``show``, the Markdown and HTML reports, and ``e
 when every case failed.
 
 :func:`failure_summary` reads it from the run record: the failed cases by error type with one
-example message each (``performance["errors_by_type"]`` and ``["error_examples"]``, gathered by
+example message each (``performance.errors_by_type`` and ``.error_examples``, gathered by
 :class:`ragmeter.metrics.performance_tally.PerformanceTally`, secrets masked and the message cut
 to one line), the metrics skipped on every case with their reason
 (:attr:`ragmeter.models.MetricSummary.skip_reason`) and those measured on no case because their
@@ -101,9 +101,8 @@ class FailureSummary:
 def failure_summary(record: RunRecord, headline: list[str] | None = None) -> FailureSummary:
     """The run's failed cases by error type (most first) and its metrics skipped on every case
     by reason (metrics named in ``headline`` first, then in scorecard order)."""
-    performance = record.performance or {}
-    counts = performance.get("errors_by_type") or {}
-    examples = performance.get("error_examples") or {}
+    counts = record.performance.errors_by_type
+    examples = record.performance.error_examples
     errors = [
         ErrorGroup(
             str(kind),

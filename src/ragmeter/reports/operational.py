@@ -104,7 +104,7 @@ def _goal_notes(record: RunRecord) -> list[str]:
             f"requests as the service's {declared.get('from')} asks: "
             f"{json.dumps(declared.get('template'))}"
         )
-    formats: dict[str, Any] = record.performance.get("response_formats") or {}
+    formats: dict[str, int] = record.performance.response_formats
     if formats and set(formats) != {"native"}:
         target = config.get("target")
         chosen = target.get("response_format") if isinstance(target, dict) else None
@@ -118,7 +118,7 @@ def _goal_notes(record: RunRecord) -> list[str]:
 def _matching_note(record: RunRecord) -> str | None:
     """How retrieval was matched, when the id-space check (metrics/id_space.py) chose the
     document level."""
-    matching = record.performance.get("retrieval_matching")
+    matching = record.performance.retrieval_matching
     return f"retrieval: {matching}" if matching else None
 
 
@@ -145,8 +145,8 @@ def operational_renderables(record: RunRecord) -> list[RenderableType]:
     found: list[RenderableType | None] = [
         response_format_line(record),
         retrieval_matching_line(record),
-        budgets_table(record.performance.get("latency_budgets") or []),
-        doc_type_table(record.performance.get("coverage_by_doc_type") or {}),
+        budgets_table(record.performance.latency_budgets),
+        doc_type_table(record.performance.coverage_by_doc_type),
         index_stats_line(record.index_stats),
     ]
     return [item for item in found if item is not None]

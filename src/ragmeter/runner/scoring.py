@@ -384,12 +384,12 @@ def finish_scoring(
             store.get_results(run_id),
             store.get_scores(run_id, unfinished=True),
         )
-    if config.judge:
-        extras.performance["cost"]["judge"] = store.judge_cost(run_id)
+    if config.judge and extras.performance.cost is not None:
+        extras.performance.cost.judge = store.judge_cost(run_id)
     retrieval = [metric.name for metric in metrics if metric.group == "retrieval"][:1]
     matching = store.first_detail(run_id, retrieval, "id_space") if retrieval else None
     if matching:  # the id-space check matched by document: the scorecard says so
-        extras.performance["retrieval_matching"] = matching
+        extras.performance.retrieval_matching = matching
     if stop is not None and stop.is_set():
         raise ScoringStoppedError(run_id)
     errors = sum(tally.errors.values())

@@ -129,11 +129,9 @@ def _cost(record: RunRecord, document: dict[str, Any]) -> str:
     cost = record.scorecard.get("cost_per_query") if record.scorecard else None
     if cost is not None and cost.value is not None:
         items.append(("cost per query", format_value(cost, cost.value)))
-    target_cost = record.performance.get("cost")
-    if isinstance(target_cost, dict):
-        for key, value in target_cost.items():
-            if value is not None and not isinstance(value, dict | list):
-                items.append((f"target {key.replace('_', ' ')}", value))
+    system = record.performance.cost.system if record.performance.cost is not None else None
+    if system is not None and system.total_usd is not None:
+        items.append(("target cost", f"${system.total_usd:.4f} ({system.n_costed} answers costed)"))
     items += [
         ("judge calls", f"{judge['calls']} ({judge['cached']} cached)"),
         ("judge tokens", f"{judge['prompt_tokens']} prompt, {judge['completion_tokens']} output"),

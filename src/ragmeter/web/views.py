@@ -134,7 +134,7 @@ def run_view(store: ReadOnlyStore, record: RunRecord, query: dict[str, str]) -> 
             field: {group: [summary_json(s) for s in items] for group, items in groups.items()}
             for field, groups in record.breakdowns.items()
         },
-        "performance": record.performance,
+        "performance": record.performance.model_dump(mode="json"),
         "judge_cost": store.judge_cost(record.id),
         "judge_reliability": record.judge_reliability,
         "latency_histogram": [

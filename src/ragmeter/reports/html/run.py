@@ -18,6 +18,7 @@ from ragmeter.reports.html.format import esc, is_finite, metric_interval
 from ragmeter.reports.html.page import page
 from ragmeter.reports.html.svg import histogram, interval_bar
 from ragmeter.reports.perspectives import by_perspective, goal_perspective, headline_metrics
+from ragmeter.run_parts import Performance
 from ragmeter.scoring.goals import goal_condition
 
 __all__ = [
@@ -252,18 +253,18 @@ def breakdowns_section(record: RunRecord) -> str:
     return "".join(parts)
 
 
-def _cost_text(performance: dict[str, Any]) -> str:
-    cost = performance.get("cost")
-    if not cost:
+def _cost_text(performance: Performance) -> str:
+    cost = performance.cost
+    if cost is None:
         return "Cost: not measured."
-    system, judge = cost.get("system") or {}, cost.get("judge") or {}
-    if system.get("per_query_usd") is None:
+    system, judge = cost.system, cost.judge
+    if system.per_query_usd is None or system.total_usd is None:
         text = "System cost: not reported by the target."
     else:
         text = (
-            f"System cost: ${system['per_query_usd']:.5f} a query, ${system['total_usd']:.4f} "
-            f"in total ({system.get('n_costed', 0)} costed, "
-            f"{system.get('n_priced_from_tokens', 0)} priced from tokens)."
+            f"System cost: ${system.per_query_usd:.5f} a query, ${system.total_usd:.4f} "
+            f"in total ({system.n_costed} costed, {system.n_priced_from_tokens} priced from "
+            "tokens)."
         )
     if judge.get("total_usd") is not None:
         text += f" Judge cost: ${judge['total_usd']:.4f}."
@@ -286,7 +287,7 @@ def performance_section(record: RunRecord, results: Sequence[CaseResult]) -> str
         )
     else:
         parts.append("<p>No case has a latency.</p>")
-    stages = record.performance.get("latency_ms") or {}
+    stages = record.performance.latency_ms
     if stages:
         rows = "".join(
             f'<tr><th scope="row">{esc(stage)}</th><td class="num">{row.get("n", 0)}</td>'
