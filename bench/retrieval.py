@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from ragmeter.metrics.ir import parse_measure, trec_order
-from ragmeter.metrics.ir_batch import evaluate_batch
+from ragmeter.metrics.ir.batch import evaluate_batch
 
 MEASURES = [parse_measure(m) for m in ("ndcg_cut.10", "recall.100", "recip_rank.10", "P.5")]
 Data = tuple[dict[str, dict[str, int]], dict[str, dict[str, float]]]

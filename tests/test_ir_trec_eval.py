@@ -134,7 +134,7 @@ BATCH_MEASURES = [
 def test_batch_engine_equals_per_query_measures_and_trec_eval(
     qrels: dict, run: dict, level: int, gain: str
 ) -> None:
-    from ragmeter.metrics.ir_batch import evaluate_batch
+    from ragmeter.metrics.ir.batch import evaluate_batch
 
     batch = evaluate_batch(qrels, run, BATCH_MEASURES, relevance_level=level, gain=gain)  # type: ignore[arg-type]
     assert batch.query_ids == sorted(set(qrels) & set(run))
@@ -152,7 +152,7 @@ def test_batch_engine_equals_per_query_measures_and_trec_eval(
 
 
 def test_batch_complete_adds_qrels_only_queries_as_zero() -> None:
-    from ragmeter.metrics.ir_batch import evaluate_batch
+    from ragmeter.metrics.ir.batch import evaluate_batch
 
     # trec_eval -c: a missing query ranks one unjudged document, num_ret then set to 0
     qrels = {"a": {"d1": 1}, "b": {"d2": 2, "d3": 1}}

@@ -77,8 +77,6 @@ RUNS_LIST_LIMIT = 50
 # ragmeter reference-server
 SERVER_HOST = "127.0.0.1"
 SERVER_PORT = 8000
-# ragmeter trec: the measures printed when none is named (trec_eval's usual summary)
-DEFAULT_TREC_MEASURES = ("map", "P.5", "P.10", "recall.100", "ndcg_cut.10", "recip_rank", "Rprec")
 
 
 class ConfigError(InputError):

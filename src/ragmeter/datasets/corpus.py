@@ -44,12 +44,6 @@ def tag_cases(cases: list[Case], spec: str) -> list[Case]:
     return cases
 
 
-def shared_corpus(cases: list[Case]) -> str | None:
-    """The corpus every case carries, when they all carry the same one."""
-    specs = {corpus_of(case) for case in cases}
-    return specs.pop() if len(specs) == 1 else None
-
-
 def corpus_of(case: Case) -> str | None:
     value = case.metadata.get(CORPUS_KEY)
     return value if isinstance(value, str) and value else None

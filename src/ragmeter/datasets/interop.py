@@ -33,7 +33,6 @@ from ragmeter.datasets.problems import DatasetError, Problem
 from ragmeter.datasets.rows import read_rows
 from ragmeter.models import Case, CaseResult, Response
 
-INTEROP_FORMATS = ("ragas", "deepeval")
 # format -> our role -> the accepted column names, preferred (exported) name first
 FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
     "ragas": {

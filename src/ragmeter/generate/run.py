@@ -156,10 +156,6 @@ class _Attempt:
         return [chunk.chunk_id for chunk in self.chunks]
 
 
-class _Stop(Exception):
-    pass
-
-
 class Generator:
     """One generation run over ``corpus`` with ``session``'s judge."""
 

@@ -254,10 +254,6 @@ class LocalLlamaJudge:
         """Tokens of prompt and reply together the server holds (its ``n_ctx``)."""
         return self.n_ctx
 
-    @property
-    def server_pid(self) -> int | None:
-        return self.process.pid if self.process is not None else None
-
     async def count_tokens(self, messages: list[Message]) -> int:
         """The prompt tokens of ``messages``: the server's tokenizer on their text plus the
         chat template's role markers; a conservative estimate when the tokenizer does not

@@ -81,13 +81,6 @@ class OpenAICompatJudge(RetryingPoster):
     def params(self) -> dict[str, Any]:
         return {"temperature": 0, "seed": self.seed}
 
-    @property
-    def auth_scheme(self) -> str | None:
-        """What the ``Authorization`` header will carry: ``bearer``, ``basic`` or None."""
-        if self.api_key_env and os.environ.get(self.api_key_env):
-            return "bearer"
-        return "basic" if self._basic_auth else None
-
     def _headers(self) -> dict[str, str]:
         headers = {"Content-Type": "application/json"}
         key = os.environ.get(self.api_key_env, "") if self.api_key_env else ""

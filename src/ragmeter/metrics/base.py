@@ -22,20 +22,9 @@ if TYPE_CHECKING:
     from ragmeter.judges import JudgeSettings
 
 MetricOutput = float | tuple[float, dict[str, Any]]
-ComputeFn = Callable[[Case, Response], MetricOutput]
 
 MetricKind = Literal["binary", "proportion", "score", "count", "duration", "cost"]
 KINDS: tuple[str, ...] = get_args(MetricKind)
-# what each kind's per-case value is; the weighted score, compare's test and the console format
-# read the kind, never the data
-KIND_MEANINGS: dict[str, str] = {
-    "binary": "0 or 1 per case; its mean is a rate",
-    "proportion": "a share in [0, 1] per case",
-    "score": "a bounded score on its declared scale (default 0-1)",
-    "count": "a number of things per case (0, 1, 2, ...)",
-    "duration": "milliseconds",
-    "cost": "US dollars",
-}
 UNIT_INTERVAL = (0.0, 1.0)
 # how a metric's per-case values become its aggregate: the mean over the scored cases, a
 # percentile of them (``p50``, ``p90``, ``p95``, ``p99``), or their sum (``sum``, a ``count``
@@ -263,9 +252,6 @@ class FailScore(Exception):
     """Raised by a metric's compute function when the case cannot be measured for a reason the
     user must see as it is (its message is the failed score's reason, without the exception's
     name): e.g. retrieved ids that can never match the gold ids."""
-
-
-MetricFamily = Callable[[MetricSettings], list[Metric]]
 
 
 def score_case(metric: Metric, case: Case, result: CaseResult) -> Score:

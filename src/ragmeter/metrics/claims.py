@@ -30,7 +30,6 @@ from ragmeter.metrics.markers import strip_markers
 from ragmeter.text import tokenize
 
 ClaimType = Literal["assertion", "inference", "general"]
-CLAIM_TYPES: tuple[ClaimType, ...] = ("assertion", "inference", "general")
 
 # sentence ends: . ! ? (also full-width and ellipsis) followed by white space, or a new line,
 # or a semicolon; the previous word is checked against abbreviations before splitting

@@ -84,16 +84,6 @@ class FailureSummary:
         """Every case of the run failed: nothing was measured."""
         return self.questions > 0 and self.failed >= self.questions
 
-    @property
-    def errors_line(self) -> str:
-        """``26 of 26 case(s) failed: http_4xx 26: HTTP 422 ...; timeout 1``; empty when none
-        failed."""
-        if not self.failed:
-            return ""
-        groups = "; ".join(group.line() for group in self.errors)
-        head = f"{self.failed} of {self.questions} case(s) failed (target errors)"
-        return f"{head}: {groups}" if groups else head
-
     def __bool__(self) -> bool:
         return bool(self.failed or self.skipped)
 

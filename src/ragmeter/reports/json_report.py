@@ -3,7 +3,6 @@ hold a record, its results and its scores."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from ragmeter.models import CaseResult, RunRecord, Score
@@ -14,9 +13,3 @@ def run_document(
     record: RunRecord, results: list[CaseResult], scores: list[Score]
 ) -> dict[str, Any]:
     return RunFile.from_run(record, results, scores).document()
-
-
-def write_run_json(
-    folder: Path, record: RunRecord, results: list[CaseResult], scores: list[Score]
-) -> Path:
-    return RunFile.from_run(record, results, scores).write(folder)

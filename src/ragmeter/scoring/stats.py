@@ -49,11 +49,6 @@ def binomial_sf(k: int, n: int, p: float) -> float:
     return min(1.0, math.exp(_logsumexp(log_pmf)))
 
 
-def binomial_cdf(k: int, n: int, p: float) -> float:
-    """P(X <= k) for X ~ Binomial(n, p)."""
-    return 1.0 - binomial_sf(k + 1, n, p) if k < n else 1.0
-
-
 def mcnemar_exact(b: int, c: int) -> float:
     """Two-sided exact McNemar p-value for discordant counts ``b`` (1->0) and ``c`` (0->1):
     2 * P(X <= min(b, c)) for X ~ Binomial(b + c, 1/2), capped at 1."""

@@ -117,12 +117,3 @@ class ScoreTable:
 
     def column(self, metric: str) -> npt.NDArray[np.float64]:
         return self.values[:, self.metrics.index(metric)]
-
-    def ok_values(self, metric: str) -> dict[str, float]:
-        """case id -> value, for the cases this metric scored."""
-        column = self.column(metric)
-        return {
-            case_id: float(value)
-            for case_id, value in zip(self.case_ids, column, strict=True)
-            if not np.isnan(value)
-        }
