@@ -67,7 +67,7 @@ def test_two_runs_in_one_loop_each_use_their_own_judge(judge_servers: Any, tmp_p
         assert config.judge in models and config.judge in scored
     # the spot check judged with the second judge, and the first judge's scores stand
     report = run_b.record.judge_reliability
-    assert report is not None and report["second_judge"] == f"{spot.url}/v1#spot"
+    assert report is not None and report.second_judge == f"{spot.url}/v1#spot"
     stored_b = judge_models(run_b.record, tmp_path / "b" / "runs.db")
     assert stored_b == {config_b.judge, f"{spot.url}/v1#spot"}
     judged_models = {

@@ -902,12 +902,12 @@ def test_eval_spot_check_with_a_second_judge(serve: Any, tmp_path: Path) -> None
         )
     )
     report = outcome.record.judge_reliability
-    assert report is not None and report["spot_check_n"] == 2
-    assert report["second_judge"] == f"{second.url}/v1#b"
+    assert report is not None and report.spot_check_n == 2
+    assert report.second_judge == f"{second.url}/v1#b"
     # groundedness 3 vs 2 agrees (1 point); correctness 4 vs 1 disagrees
-    assert report["per_metric"]["correctness"]["disagreement_rate"] == 1.0
-    assert report["per_metric"]["groundedness"]["disagreement_rate"] == 0.0
-    assert second.requests and report["pairs"] > 0
+    assert report.per_metric["correctness"].disagreement_rate == 1.0
+    assert report.per_metric["groundedness"].disagreement_rate == 0.0
+    assert second.requests and report.pairs > 0
     from ragmeter.store.sqlite import RunStore
 
     stored = RunStore(tmp_path / "r.db").get_run(outcome.record.id)

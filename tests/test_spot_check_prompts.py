@@ -154,10 +154,10 @@ def test_another_judge_with_another_prompt_version(judge_servers: Any, tmp_path:
         spot_check_prompts={"groundedness": "v1"},
     )  # fmt: skip
     report = evaluate(config).record.judge_reliability
-    assert report is not None and report["same_judge"] is False
-    assert (report["judge"], report["second_judge"]) == (config.judge, config.second_judge)
-    assert list(report["per_metric"]) == ["groundedness"]  # correctness is not re-judged
-    assert report["prompt_versions"] == {
+    assert report is not None and report.same_judge is False
+    assert (report.judge, report.second_judge) == (config.judge, config.second_judge)
+    assert list(report.per_metric) == ["groundedness"]  # correctness is not re-judged
+    assert report.prompt_versions == {
         "first": {"groundedness.v2": V2},
         "second": {"groundedness.v1": V1},
     }
@@ -210,17 +210,17 @@ def test_spot_check_with_another_prompt_version_through_the_cli(
     finally:
         run_store.close()
     report = record.judge_reliability
-    assert report is not None and report["spot_check_n"] == 2
-    assert report["judge"] == report["second_judge"] == spec and report["same_judge"] is True
-    assert report["prompts"] == {"groundedness.v2": "groundedness.v1"}
-    assert report["prompt_versions"] == {
+    assert report is not None and report.spot_check_n == 2
+    assert report.judge == report.second_judge == spec and report.same_judge is True
+    assert report.prompts == {"groundedness.v2": "groundedness.v1"}
+    assert report.prompt_versions == {
         "first": {"groundedness.v2": V2},
         "second": {"groundedness.v1": V1},
     }
-    assert report["per_metric"]["groundedness"] == {
+    assert report.per_metric["groundedness"].model_dump() == {
         "n": 2, "disagreement_rate": 1.0, "kappa": 0.0
     }  # fmt: skip
-    assert list(report["per_metric"]) == ["groundedness"] and report["pairs"] == 2
+    assert list(report.per_metric) == ["groundedness"] and report.pairs == 2
     # the run's own scores stand: every groundedness score is v2's 5
     assert [s.value for s in ground] == [5.0, 5.0, 5.0]
     info = record.config["judge_info"]

@@ -24,7 +24,7 @@ from pydantic import (
 )
 
 from ragmeter.replies import prepared_reply
-from ragmeter.run_parts import Performance
+from ragmeter.run_parts import JudgeReliability, Performance
 
 # 3: "goals" (seed 003's "targets", read too); no second "schema_version" in the record
 RUN_FILE_VERSION = 3
@@ -484,7 +484,7 @@ class RunRecord(BaseModel):
         default_factory=list, validation_alias=AliasChoices("goals", "targets")
     )
     performance: Performance = Field(default_factory=Performance)
-    judge_reliability: dict[str, Any] | None = None
+    judge_reliability: JudgeReliability | None = None
     # the target's index statistics, fetched once per run (ragmeter.targets.index_stats)
     index_stats: dict[str, Any] | None = None
 

@@ -1,6 +1,6 @@
 """The typed parts of a run record besides its scorecard: the performance summary (gathered by
-``metrics.performance_tally``). A part read from an older run keeps any field it does not
-know, so nothing stored is lost."""
+``metrics.performance_tally``) and the judge spot check (``judges.reliability``). A part read
+from an older run keeps any field it does not know, so nothing stored is lost."""
 
 from __future__ import annotations
 
@@ -52,3 +52,35 @@ class Performance(BaseModel):
     # how retrieved ids were matched to gold ids when not by chunk id (metrics.id_space's note,
     # "retrieved chunk ids never match gold chunk ids ...: matched by doc_id")
     retrieval_matching: str | None = None
+
+
+class MetricAgreement(BaseModel):
+    """Two judges on one judged metric: how many verdict pairs, how often they disagreed,
+    Cohen's kappa (None when undefined)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    n: int = 0
+    disagreement_rate: float | None = None
+    kappa: float | None = None
+
+
+class JudgeReliability(BaseModel):
+    """The judge spot check (``--spot-check N``): ``spot_check_n`` answered cases judged again
+    by the second judge (or the run's judge with other prompt versions), compared verdict by
+    verdict (``judges.reliability``)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    spot_check_n: int = 0
+    judge: str | None = None
+    second_judge: str | None = None
+    same_judge: bool = False
+    # the run's template -> the spot check's (--spot-check-prompt)
+    prompts: dict[str, str] = Field(default_factory=dict)
+    # "first" / "second" -> {template: version} of the compared verdicts
+    prompt_versions: dict[str, dict[str, str]] = Field(default_factory=dict)
+    pairs: int = 0
+    disagreement_rate: float | None = None
+    kappa: float | None = None
+    per_metric: dict[str, MetricAgreement] = Field(default_factory=dict)

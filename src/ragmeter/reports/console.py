@@ -10,7 +10,7 @@ layout (:class:`Fit`) instead of truncating cells with an ellipsis.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.measure import Measurement
@@ -27,7 +27,7 @@ from ragmeter.models import (
 )
 from ragmeter.reports.operational import operational_renderables
 from ragmeter.reports.terminal import inert, inert_text
-from ragmeter.run_parts import Performance
+from ragmeter.run_parts import JudgeReliability, Performance
 from ragmeter.scoring.goals import goal_condition
 from ragmeter.text import visible
 
@@ -341,23 +341,22 @@ def cost_line(performance: Performance) -> str | None:
     return f"{text} · judge cost: {judge_text}"
 
 
-def reliability_line(report: dict[str, Any]) -> str:
+def reliability_line(report: JudgeReliability) -> str:
     """The spot check in one line: what was compared (the second judge, or the run's judge
     with other prompt versions), disagreement and kappa."""
-    rate, kappa = report.get("disagreement_rate"), report.get("kappa")
-    swaps: dict[str, str] = report.get("prompts") or {}
-    if report.get("same_judge"):
+    rate, kappa, swaps = report.disagreement_rate, report.kappa, report.prompts
+    if report.same_judge:
         against = "the run's judge"
     else:
-        against = f"second judge {inert(str(report['second_judge']))}"
+        against = f"second judge {inert(str(report.second_judge))}"
     if swaps:
         against += ", prompts " + ", ".join(
             f"{inert(new)} vs the run's {inert(old)}" for old, new in swaps.items()
         )
     return (
-        f"judge spot check ({report['spot_check_n']} cases, {against}): disagreement "
+        f"judge spot check ({report.spot_check_n} cases, {against}): disagreement "
         f"{'-' if rate is None else f'{rate:.2f}'}, Cohen's kappa "
-        f"{'-' if kappa is None else f'{kappa:.2f}'} over {report['pairs']} verdict pairs"
+        f"{'-' if kappa is None else f'{kappa:.2f}'} over {report.pairs} verdict pairs"
     )
 
 

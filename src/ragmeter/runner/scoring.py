@@ -22,6 +22,7 @@ from ragmeter.metrics.performance import apply_prices
 from ragmeter.metrics.performance_tally import PerformanceTally
 from ragmeter.models import Case, CaseResult, Response, RunRecord, Score, Scorecard
 from ragmeter.redaction import redact_text
+from ragmeter.run_parts import JudgeReliability
 from ragmeter.runner.records import now_iso
 from ragmeter.runner.selection import goals_for, perspective_groups
 from ragmeter.scoring.aggregate import aggregate_columns
@@ -377,12 +378,14 @@ def finish_scoring(
         performance=tally.summary(),
     )
     if config.judge and config.spot_check and (config.second_judge or config.spot_check_prompts):
-        extras.judge_reliability = judge_spot_check(
-            config,
-            run_id,
-            store.get_cases(run_id),
-            store.get_results(run_id),
-            store.get_scores(run_id, unfinished=True),
+        extras.judge_reliability = JudgeReliability.model_validate(
+            judge_spot_check(
+                config,
+                run_id,
+                store.get_cases(run_id),
+                store.get_results(run_id),
+                store.get_scores(run_id, unfinished=True),
+            )
         )
     if config.judge and extras.performance.cost is not None:
         extras.performance.cost.judge = store.judge_cost(run_id)

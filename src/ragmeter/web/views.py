@@ -136,7 +136,9 @@ def run_view(store: ReadOnlyStore, record: RunRecord, query: dict[str, str]) -> 
         },
         "performance": record.performance.model_dump(mode="json"),
         "judge_cost": store.judge_cost(record.id),
-        "judge_reliability": record.judge_reliability,
+        "judge_reliability": (
+            record.judge_reliability.model_dump(mode="json") if record.judge_reliability else None
+        ),
         "latency_histogram": [
             {"low": low, "high": high, "count": count}
             for low, high, count in histogram_bins(latencies)
