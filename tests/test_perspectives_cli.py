@@ -177,12 +177,12 @@ def test_save_trace_writes_failed_cases_only(
     ]
     assert 0 < len(traces) < document["question_count"]  # failed cases only
     assert {t["perspective"] for t in traces} == {"operational", "pipeline"}
-    kinds = {t["perspective"]: {r["kind"] for r in t["failed"]} for t in traces}
+    kinds = {t["perspective"]: {r["cause"] for r in t["failed"]} for t in traces}
     assert kinds == {"operational": {"target_error"}, "pipeline": {"goal"}}
-    errored = [t for t in traces if t["failed"][0]["kind"] == "target_error"]
+    errored = [t for t in traces if t["failed"][0]["cause"] == "target_error"]
     assert errored and all(t["category"] == "numeric" for t in errored)
     assert all(t["response"] is None and "fell over" in t["error_message"] for t in errored)
-    piped = [t for t in traces if t["failed"][0]["kind"] == "goal"]
+    piped = [t for t in traces if t["failed"][0]["cause"] == "goal"]
     assert {r["metric"] for t in piped for r in t["failed"]} == {"pipeline_pass_rate"}
     assert "list" in {t["category"] for t in piped}
     first = piped[0]

@@ -768,7 +768,7 @@ def _validity_report(run_id: str, metric: str, sha: str, value: float) -> tuple[
     from ragmeter.scoring.validity_report import MetricValidity, Statistic, ValidityReport
 
     report = ValidityReport(
-        run_id=run_id, labels_path=f"{sha}.jsonl", labels_sha256=sha, label_kind="binary",
+        run_id=run_id, labels_path=f"{sha}.jsonl", labels_sha256=sha, label_form="binary",
         created_at="2026-01-01T00:00:00+00:00", n_labels=3, n_unknown=0, resamples=10, seed=0,
         level=0.95, min_cases=1,
     )  # fmt: skip

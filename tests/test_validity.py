@@ -189,7 +189,7 @@ def test_labels_binary_graded_and_zero_one(tmp_path: Path) -> None:
     binary = read_labels(
         write(tmp_path / "b.jsonl", {"case_id": "a", "label": True}, "", {"case_id": 7, "label": 0})
     )
-    assert (binary.kind, binary.values, binary.lines) == (
+    assert (binary.form, binary.values, binary.lines) == (
         "binary",
         {"a": 1.0, "7": 0.0},
         {"a": 1, "7": 3},
@@ -202,9 +202,9 @@ def test_labels_binary_graded_and_zero_one(tmp_path: Path) -> None:
             {"case_id": "b", "label": 0},
         )
     )
-    assert (graded.kind, graded.values) == ("graded", {"a": 4.0, "b": 0.0})
+    assert (graded.form, graded.values) == ("graded", {"a": 4.0, "b": 0.0})
     ones = read_labels(write(tmp_path / "o.jsonl", {"case_id": "a", "label": 1.0}))
-    assert ones.kind == "binary"
+    assert ones.form == "binary"
 
 
 @pytest.mark.parametrize(
@@ -336,3 +336,17 @@ def test_one_class_and_unknown_metrics(tmp_path: Path) -> None:
     for bad in ("x", "1.5", "nan"):
         with pytest.raises(InputError, match="--floor m="):
             parse_floors({"m": bad})
+
+
+def test_a_report_stored_before_label_form_had_its_name_is_read() -> None:
+    """Validity reports stored by an older ragmeter say ``label_kind``."""
+    from ragmeter.scoring.validity_report import ValidityReport
+
+    stored = {
+        "run_id": "r", "labels_path": "l.jsonl", "labels_sha256": "0" * 64, "label_kind": "graded",
+        "created_at": "2026-01-01T00:00:00+00:00", "n_labels": 3, "n_unknown": 0,
+        "resamples": 10, "seed": 0, "level": 0.95, "min_cases": 1,
+    }  # fmt: skip
+    report = ValidityReport.model_validate(stored)
+    assert report.label_form == "graded"
+    assert "label_kind" not in report.model_dump() and report.model_dump()["label_form"] == "graded"

@@ -149,7 +149,7 @@ def test_binary_labels_end_to_end(tmp_path: Path) -> None:
     shown = run("validity", run_id, "--labels", str(path), "--store", str(store), "--json")
     assert shown.exit_code == 0, shown.output
     report = json.loads(shown.output)
-    assert (report["label_kind"], report["n_labels"], report["n_unknown"]) == ("binary", 24, 2)
+    assert (report["label_form"], report["n_labels"], report["n_unknown"]) == ("binary", 24, 2)
     assert report["unknown_case_ids"] == ["ghost-1", "ghost-2"]
 
     for metric in ("token_f1", "exact_match", "keyword_coverage"):
@@ -204,7 +204,7 @@ def test_graded_labels_end_to_end(tmp_path: Path) -> None:
         "--metric", "token_f1", "--metric", "answer_completeness",
     )  # fmt: skip
     report = json.loads(shown.output)
-    assert report["label_kind"] == "graded"
+    assert report["label_form"] == "graded"
     for result in report["metrics"]:
         scores = stored_scores(store, run_id, result["metric"])
         ok = [c for c in grades if scores[c].status == "ok"]

@@ -315,7 +315,7 @@ def test_security_headers_and_escaping(client: TestClient, web: WebStore) -> Non
     api = client.get(case_url.replace("/runs/", "/api/runs/", 1)).json()
     assert api["case"]["case_id"] == HOSTILE_CASE
     assert PWN_SCRIPT in api["answer"]  # the API returns the stored text as JSON data
-    leaks = [h for h in api["highlights"] if h["kind"] == "leak"]
+    leaks = [h for h in api["highlights"] if h["mark"] == "leak"]
     assert any(api["answer"][h["start"] : h["end"]] == "bob@example.com" for h in leaks)
     assert '<mark class="leak"' in page.text
 
@@ -351,7 +351,7 @@ def test_secrets_are_masked_in_every_page_and_api(client: TestClient, web: WebSt
     api = client.get(f"/api{run}/cases/{SECRET_CASE}").json()
     assert "REDACTED" in api["answer"] and "REDACTED" in api["case"]["question"]
     assert "REDACTED" in api["retrieved"][0]["text"]
-    leaks = [h for h in api["highlights"] if h["kind"] == "leak"]  # moved to the masked text
+    leaks = [h for h in api["highlights"] if h["mark"] == "leak"]  # moved to the masked text
     assert any(api["answer"][h["start"] : h["end"]] == "bob@example.com" for h in leaks)
 
 

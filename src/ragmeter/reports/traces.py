@@ -55,7 +55,7 @@ def _reasons(
     if result.status != "ok":
         reasons.append(
             {
-                "kind": "target_error",
+                "cause": "target_error",
                 "error_type": result.error_type,
                 "message": result.error_message,
             }
@@ -63,7 +63,9 @@ def _reasons(
         return reasons
     for score in scores.values():
         if score.status == "failed":
-            reasons.append({"kind": "metric_error", "metric": score.metric, "reason": score.reason})
+            reasons.append(
+                {"cause": "metric_error", "metric": score.metric, "reason": score.reason}
+            )
     for goal in goals:
         scored = scores.get(goal.metric)
         if scored is None or scored.status != "ok" or scored.value is None:
@@ -71,7 +73,7 @@ def _reasons(
         if not holds(goal.op, scored.value, goal.threshold):
             reasons.append(
                 {
-                    "kind": "goal",
+                    "cause": "goal",
                     "metric": goal.metric,
                     "value": scored.value,
                     "goal": f"{goal.op} {goal.threshold:g}",
@@ -89,7 +91,7 @@ def _request(case: Case | None, case_id: str) -> dict[str, Any]:
 
 
 def _perspective(reason: dict[str, Any], groups: dict[str, str]) -> str:
-    if reason["kind"] == "target_error":
+    if reason["cause"] == "target_error":
         return TARGET_ERROR_PERSPECTIVE
     return perspective_of(groups.get(str(reason.get("metric")), ""))
 

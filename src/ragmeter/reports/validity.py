@@ -81,11 +81,11 @@ def _left_out(result: MetricValidity) -> str:
 
 
 def heading(report: ValidityReport) -> Text:
-    """What was measured against what: the labels file, its kind and counts."""
+    """What was measured against what: the labels file, its form and counts."""
     text = Text("Validity against ", style="bold")
     text.append_text(inert_text(report.labels_path, style="bold"))
     text.append(
-        f" ({report.label_kind} labels, {report.n_labels} labels, sha256 "
+        f" ({report.label_form} labels, {report.n_labels} labels, sha256 "
         f"{report.labels_sha256[:12]}; run {report.run_id})"
     )
     return text
@@ -119,7 +119,7 @@ def validity_table(report: ValidityReport) -> Table:
         arrow = "↑" if result.higher_is_better else "↓"
         first = [f"{inert(result.metric)} {arrow}", f"{result.n_scored}/{result.n_labelled}"]
         first.append(_left_out(result))
-        shown = [name for name in COLUMNS[report.label_kind] if name in result.statistics]
+        shown = [name for name in COLUMNS[report.label_form] if name in result.statistics]
         for position, name in enumerate(shown):
             statistic = result.statistics[name]
             label = NAMES[name]
@@ -135,7 +135,7 @@ def thresholds_line(report: ValidityReport) -> Text | None:
     """The rule behind each threshold (the run's target, or the midpoint of the scale), with
     the metrics it applies to."""
     measured = [m for m in report.metrics if m.measured]
-    if report.label_kind != "binary" or not measured:
+    if report.label_form != "binary" or not measured:
         return None
     rules: dict[str, list[str]] = {}
     for m in measured:
@@ -174,7 +174,7 @@ def validity_section(reports: list[ValidityReport]) -> Table:
     """``ragmeter show``'s short section: each labels file's headline statistic per metric."""
     table = Table("labels", "metric", "statistic", "value", "95% CI", "n", title="Validity")
     for report in reports:
-        name = PRIMARY[report.label_kind]
+        name = PRIMARY[report.label_form]
         measured = [m for m in report.metrics if m.measured]
         # two versions of one labels file are told apart by their content's hash
         labels = f"{inert(report.labels_path)} ({report.labels_sha256[:8]})"

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, Field
+from pydantic import AliasChoices, BaseModel, Field
 
 from ragmeter.errors import InputError
 from ragmeter.models import GoalResult, MetricSummary, RunRecord, Score
@@ -33,12 +33,12 @@ from ragmeter.scoring.validity import (
     graded_validity,
 )
 
-LabelKind = Literal["binary", "graded"]
+LabelForm = Literal["binary", "graded"]
 # fewest labelled cases a metric must have scored to be measured
 DEFAULT_MIN_CASES = 10
 # unknown case ids listed by name
 SHOWN_UNKNOWN = 5
-# the statistic a floor is checked against, by label kind
+# the statistic a floor is checked against, by the labels' form
 PRIMARY: dict[str, str] = {"binary": "auc", "graded": "spearman"}
 _THRESHOLD_KINDS = ("binary", "proportion", "score")
 
@@ -49,7 +49,7 @@ class Labels:
 
     path: str
     sha256: str
-    kind: LabelKind
+    form: LabelForm
     values: dict[str, float]
     lines: dict[str, int]
 
@@ -110,8 +110,8 @@ def read_labels(path: str | Path) -> Labels:
             f"{file}:{booleans[0]}: label: true/false in a file of graded labels (line "
             f"{lines[graded]} has {values[graded]:g}); use numbers throughout"
         )
-    kind: LabelKind = "graded" if graded is not None else "binary"
-    return Labels(str(file), hashlib.sha256(data).hexdigest(), kind, values, lines)
+    form: LabelForm = "graded" if graded is not None else "binary"
+    return Labels(str(file), hashlib.sha256(data).hexdigest(), form, values, lines)
 
 
 # the report --------------------------------------------------------------------------------------
@@ -138,15 +138,16 @@ class MetricValidity(BaseModel):
     threshold_rule: str | None = None
     statistics: dict[str, Statistic] = Field(default_factory=dict)
 
-    def primary(self, kind: str) -> Statistic | None:
-        return self.statistics.get(PRIMARY[kind])
+    def primary(self, form: str) -> Statistic | None:
+        return self.statistics.get(PRIMARY[form])
 
 
 class ValidityReport(BaseModel):
     run_id: str
     labels_path: str
     labels_sha256: str
-    label_kind: LabelKind
+    # binary or graded labels ("label_kind", its older name, is read)
+    label_form: LabelForm = Field(validation_alias=AliasChoices("label_form", "label_kind"))
     created_at: str
     n_labels: int
     n_unknown: int  # labels whose case id is not in the run
@@ -187,7 +188,7 @@ def _statistics(estimates: dict[str, Estimate]) -> dict[str, Statistic]:
 def _measure(
     summary: MetricSummary,
     pairs: list[tuple[float, float]],
-    kind: LabelKind,
+    form: LabelForm,
     goals: Sequence[GoalResult],
     settings: dict[str, Any],
 ) -> dict[str, Any]:
@@ -204,7 +205,7 @@ def _measure(
     labels = np.array([label for _, label in pairs])
     oriented = values if summary.higher_is_better else -values
     bootstrap = {k: settings[k] for k in ("resamples", "seed", "level")}
-    if kind == "graded":
+    if form == "graded":
         if len(set(labels.tolist())) < 2:
             return {"reason": f"all {n} labelled cases scored have the same label"}
         return {"statistics": _statistics(graded_validity(oriented, labels, **bootstrap))}
@@ -268,7 +269,7 @@ def measure_validity(
                 counts[score.status] += 1
             else:
                 counts["none"] += 1
-        measured = _measure(summary, pairs, labels.kind, record.goals, settings)
+        measured = _measure(summary, pairs, labels.form, record.goals, settings)
         results.append(
             MetricValidity(
                 metric=name,
@@ -286,7 +287,7 @@ def measure_validity(
         run_id=record.id,
         labels_path=labels.path,
         labels_sha256=labels.sha256,
-        label_kind=labels.kind,
+        label_form=labels.form,
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),
         n_labels=len(labels.values),
         n_unknown=len(unknown),
@@ -314,11 +315,11 @@ def parse_floors(floors: dict[str, str]) -> dict[str, float]:
 def gate_failures(report: ValidityReport, floors: dict[str, float]) -> list[str]:
     """Why the gate fails: a floored metric whose AUC (binary labels) or Spearman's rho
     (graded) is below its floor, or that could not be measured."""
-    name = {"auc": "AUC", "spearman": "Spearman's rho"}[PRIMARY[report.label_kind]]
+    name = {"auc": "AUC", "spearman": "Spearman's rho"}[PRIMARY[report.label_form]]
     reasons = []
     for metric, floor in floors.items():
         result = report.get(metric)
-        statistic = result.primary(report.label_kind) if result is not None else None
+        statistic = result.primary(report.label_form) if result is not None else None
         if result is None or statistic is None or statistic.value is None:
             why = result.reason if result is not None and result.reason else "not measured"
             reasons.append(f"{metric}: {name} not measured ({why}); floor {floor:g}")

@@ -30,10 +30,10 @@ def marked_answer(answer: str, highlights: list[dict[str, Any]]) -> str:
         if start < at:
             continue
         parts.append(esc(answer[at:start]))
-        kind = "leak" if item["kind"] == "leak" else "unsupported"
-        label = "leaked" if kind == "leak" else "unsupported claim"
+        mark = "leak" if item["mark"] == "leak" else "unsupported"
+        label = "leaked" if mark == "leak" else "unsupported claim"
         parts.append(
-            f'<mark class="{kind}" title="{esc(label)}: {esc(item["note"])}">'
+            f'<mark class="{mark}" title="{esc(label)}: {esc(item["note"])}">'
             f"{esc(answer[start:end])}</mark>"
         )
         at = end

@@ -175,7 +175,7 @@ def highlights(answer: str, scores: list[Score]) -> list[dict[str, Any]]:
                     continue
                 if 0 <= start < end <= len(answer):
                     note = f"{score.metric}: {item.get('category', '')} {item.get('type', '')}"
-                    wanted.append({"start": start, "end": end, "kind": "leak", "note": note})
+                    wanted.append({"start": start, "end": end, "mark": "leak", "note": note})
         unsupported = score.details.get("unsupported_claims")
         if isinstance(unsupported, list):
             claims.extend(c for c in unsupported if isinstance(c, str) and c and c not in claims)
@@ -183,7 +183,7 @@ def highlights(answer: str, scores: list[Score]) -> list[dict[str, Any]]:
         at = _find(answer, claim)
         if at >= 0:
             wanted.append(
-                {"start": at, "end": at + len(claim), "kind": "unsupported", "note": claim}
+                {"start": at, "end": at + len(claim), "mark": "unsupported", "note": claim}
             )
     kept: list[dict[str, Any]] = []
     for item in wanted:  # leaks first: a claim overlapping a leak is not marked
