@@ -201,3 +201,29 @@ def test_a_run_folder_deleted_mid_run_is_made_again(tmp_path: Path) -> None:
     document = json.loads(run_file.read_text(encoding="utf-8"))
     assert [case["case_id"] for case in document["cases"]] == ["a", "b"]
     assert len(list(runs.glob("*.md"))) == 1  # the report too
+
+
+def test_a_version_2_file_and_store_row_read_their_targets_as_goals(tmp_path: Path) -> None:
+    """Before version 3 the goals were ``targets`` (seed 003's word) and the record carried a
+    ``schema_version``: both a file and a store row of then are read, the goals kept."""
+    from ragmeter.models import GoalResult
+    from ragmeter.store.sqlite import RunStore
+
+    goal = GoalResult(metric="token_f1", op=">", threshold=0.4, value=0.5, status="pass")
+    written = RunFile.from_run(record().model_copy(update={"goals": [goal]}), [], []).document()
+    # a version 2 file: the same header order, "targets" where "goals" is now
+    document = {"targets" if key == "goals" else key: value for key, value in written.items()}
+    document.update(run_file_version=2, schema_version="1")
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(document))
+    for read in (RunFile.read(path), RunFile.read(path, header_only=True)):
+        assert read.goals == [goal] and read.run_file_version == 2
+    store = RunStore(str(tmp_path / "runs.db"))
+    try:
+        store.insert_run(record(), 2)
+        extras = json.dumps({"targets": [goal.model_dump(mode="json")], "breakdowns": {}})
+        with store.transaction():
+            store.db.execute("UPDATE runs SET extras_json=? WHERE id=?", (extras, "abc123"))
+        assert store.get_run("abc123").goals == [goal]
+    finally:
+        store.close()
