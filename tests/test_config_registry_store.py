@@ -72,6 +72,9 @@ def test_registry_is_lazy_and_says_did_you_mean() -> None:
         registry.get("targets", "refrence")
     assert "did you mean 'reference'" in str(error.value)
     assert "http" in registry.names("targets")
+    assert registry.names("targets", built_in=True) == ["http", "python", "reference", "replay"]
+    assert registry.names("targets", built_in=False) == ["mine"]
+    assert "squad_v2" in registry.names("loaders", built_in=True)
 
 
 def _metric(name: str, aggregation: str = "mean") -> Metric:

@@ -184,9 +184,15 @@ class Registry:
                     self._entries[point][found.name] = Entry(found.value, origin=origin)
             self._plugins_loaded = True
 
-    def names(self, point: ExtensionPoint) -> list[str]:
+    def names(self, point: ExtensionPoint, *, built_in: bool | None = None) -> list[str]:
+        """The names under ``point``: all, or (``built_in``) only ragmeter's own or only the
+        others (registered, or from a package's entry points)."""
         self._load_plugins()
-        return sorted(self._entries[point])
+        return sorted(
+            name
+            for name, entry in self._entries[point].items()
+            if built_in is None or (entry.origin == "built-in") == built_in
+        )
 
     def origin(self, point: ExtensionPoint, name: str) -> str:
         """``built-in``, or the distribution that registered ``name`` through an entry point."""

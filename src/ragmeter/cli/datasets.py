@@ -207,12 +207,9 @@ def schema_command() -> None:
 def plugin_loaders() -> list[tuple[str, str]]:
     """The dataset loaders packages registered (entry points ``ragmeter.loaders``), each with
     the distribution it came from."""
-    from ragmeter.datasets.declarations import DATASETS, FILE_LOADERS
     from ragmeter.registry import registry
 
-    ours = set(FILE_LOADERS) | {dataset.name for dataset in DATASETS}
     return [
         (name, registry.origin("loaders", name))
-        for name in registry.names("loaders")
-        if name not in ours
+        for name in registry.names("loaders", built_in=False)
     ]

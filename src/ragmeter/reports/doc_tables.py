@@ -75,8 +75,7 @@ def metrics_table() -> str:
         "| family | metric | group | kind | better |",
         "|---|---|---|---|---|",
     ]
-    built_in = [f for f in registry.names("metrics") if registry.origin("metrics", f) == "built-in"]
-    for family in built_in:
+    for family in registry.names("metrics", built_in=True):
         for metric in resolve_metrics([family], MetricSettings()):
             better = "higher" if metric.higher_is_better else "lower"
             lines.append(

@@ -59,7 +59,7 @@ def parse_target_spec(spec: str) -> dict[str, Any]:
 
 
 def _plugin_target_types() -> set[str]:
-    """The target types besides the four built-in ones (registered or from entry points)."""
+    """The target types besides the built-in ones (registered or from entry points)."""
     from ragmeter.registry import registry
 
-    return set(registry.names("targets")) - {"http", "python", "replay", "reference"}
+    return set(registry.names("targets", built_in=False))
