@@ -24,7 +24,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ragmeter.models import CaseResult, MetricSummary, RunRecord, Score, Scorecard
+from ragmeter.models import CaseResult, Score
+from ragmeter.run_record import MetricSummary, RunRecord, Scorecard
 from ragmeter.runfile import RunFile
 
 

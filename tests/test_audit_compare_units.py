@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from ragmeter.errors import InputError
-from ragmeter.models import MetricSummary, RunRecord, Scorecard
+from ragmeter.run_record import MetricSummary, RunRecord, Scorecard
 from ragmeter.scoring.compare import RunScores, compare_runs
 from ragmeter.scoring.pareto import ParetoPoint, pareto_frontier
 from ragmeter.scoring.power import has_spread, minimum_detectable_effect

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ragmeter.datasets import load_dataset
-from ragmeter.models import MetricSummary, RunRecord, Scorecard
+from ragmeter.run_record import MetricSummary, RunRecord, Scorecard
 from ragmeter.scoring.compare import RunScores, compare_runs
 from ragmeter.scoring.pareto import ParetoPoint, pareto_frontier
 

@@ -8,8 +8,9 @@ import pytest
 
 from ragmeter.config import REDACTED, ConfigError, load_config, redact
 from ragmeter.metrics.base import Metric
-from ragmeter.models import CaseResult, Response, RunRecord, Score
+from ragmeter.models import CaseResult, Response, Score
 from ragmeter.registry import Registry, UnknownNameError
+from ragmeter.run_record import RunRecord
 from ragmeter.scoring.aggregate import aggregate_scores, bootstrap_interval
 from ragmeter.store.sqlite import MIGRATIONS, RunNotFoundError, RunStore
 

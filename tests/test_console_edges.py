@@ -15,16 +15,7 @@ from hypothesis import strategies as st
 from rich.console import Console, RenderableType
 
 from ragmeter.metrics.base import MetricSettings
-from ragmeter.models import (
-    Case,
-    CaseResult,
-    GoalResult,
-    MetricSummary,
-    Response,
-    RunRecord,
-    Score,
-    Scorecard,
-)
+from ragmeter.models import Case, CaseResult, Response, Score
 from ragmeter.redaction import REDACTED
 from ragmeter.registry import registry
 from ragmeter.reports.case_details import case_details, case_details_json
@@ -38,7 +29,7 @@ from ragmeter.reports.console import (
 )
 from ragmeter.reports.stats import run_stats, stats_tables
 from ragmeter.reports.terminal import inert, inert_text, make_console
-from ragmeter.run_parts import Performance
+from ragmeter.run_record import GoalResult, MetricSummary, Performance, RunRecord, Scorecard
 from ragmeter.scoring.compare import Comparison, MetricComparison
 
 # what the edge server sends in its error body (tests/integration/edge_server.py)

@@ -16,9 +16,10 @@ import pytest
 
 from ragmeter.metrics import resolve_metrics
 from ragmeter.metrics.base import Metric, MetricDeclarationError, MetricSettings
-from ragmeter.models import Case, MetricSummary, RunRecord, Score
+from ragmeter.models import Case, Score
 from ragmeter.reports.compare_console import comparison_table
 from ragmeter.reports.console import format_value
+from ragmeter.run_record import MetricSummary, RunRecord
 from ragmeter.runfile import RunFile
 from ragmeter.scoring.aggregate import aggregate_with_breakdowns
 from ragmeter.scoring.compare import RunScores, compare_runs

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from ragmeter.metrics.base import Metric
-from ragmeter.models import MetricSummary, Score, Scorecard
+from ragmeter.models import Score
+from ragmeter.run_record import MetricSummary, Scorecard
 from ragmeter.scoring.aggregate import aggregate_scores
 from ragmeter.scoring.goals import Goal, check_goals, gate_failures
 

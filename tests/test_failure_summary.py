@@ -19,12 +19,12 @@ from click.testing import CliRunner, Result
 
 from ragmeter.cli.main import main
 from ragmeter.errors import EXIT_TARGET_DOWN
-from ragmeter.models import MetricSummary, RunRecord, Scorecard
 from ragmeter.reports.compare_console import comparison_table
 from ragmeter.reports.failures import failure_summary
 from ragmeter.reports.html.format import change_interval_text, change_text, change_unit
 from ragmeter.reports.markdown import render_markdown
 from ragmeter.reports.perspectives import failure_notes
+from ragmeter.run_record import MetricSummary, RunRecord, Scorecard
 from ragmeter.scoring.compare import RunScores, compare_runs
 from tests.test_target_edges import Reply as EdgeReply
 from tests.test_target_edges import Request, Script, Server, on_post

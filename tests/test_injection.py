@@ -18,7 +18,8 @@ from ragmeter.metrics.base import (
     score_case,
 )
 from ragmeter.metrics.injection import injection_metrics
-from ragmeter.models import Case, CaseResult, Response, RunRecord, Score
+from ragmeter.models import Case, CaseResult, Response, Score
+from ragmeter.run_record import RunRecord
 from ragmeter.runfile import RunFile
 from ragmeter.scoring.aggregate import aggregate_with_breakdowns
 from ragmeter.scoring.compare import RunScores, compare_runs

@@ -13,7 +13,7 @@ import pytest
 
 from ragmeter import EvalConfig, evaluate, evaluate_async
 from ragmeter.judges.cache import JudgeStore
-from ragmeter.models import RunRecord
+from ragmeter.run_record import RunRecord
 from tests.test_judges_unit import smart_judge
 
 CASES = 3

@@ -11,8 +11,9 @@ from ragmeter import EvalConfig, evaluate
 from ragmeter.errors import InputError, RagmeterError
 from ragmeter.metrics import MetricSettings, resolve_metrics
 from ragmeter.metrics.base import GROUPS, KINDS, Metric, MetricDeclarationError
-from ragmeter.models import Case, MetricSummary, Response, RunRecord, Scorecard
+from ragmeter.models import Case, Response
 from ragmeter.registry import registry
+from ragmeter.run_record import MetricSummary, RunRecord, Scorecard
 from ragmeter.scoring.compare import RunScores, compare_metric
 from ragmeter.scoring.weighted import unit_interval, weighted_score
 

@@ -16,9 +16,9 @@ from ragmeter.cli.main import main
 from ragmeter.config import ConfigError, load_config
 from ragmeter.datasets import load_dataset
 from ragmeter.metrics.base import GROUPS, PERSPECTIVES
-from ragmeter.models import GoalResult, MetricSummary, RunRecord, Scorecard
 from ragmeter.reports.markdown import md_text, render_markdown
 from ragmeter.reports.perspectives import HEADLINES
+from ragmeter.run_record import GoalResult, MetricSummary, RunRecord, Scorecard
 from ragmeter.runner.selection import smoke_cases
 
 

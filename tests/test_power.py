@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragmeter.models import MetricSummary, RunRecord, Scorecard
+from ragmeter.run_record import MetricSummary, RunRecord, Scorecard
 from ragmeter.runfile import RunFile
 from ragmeter.scoring.compare import RunScores, compare_runs
 from ragmeter.scoring.power import (

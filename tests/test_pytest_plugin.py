@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ragmeter.models import MetricSummary, RunRecord, Scorecard
 from ragmeter.results import Run
+from ragmeter.run_record import MetricSummary, RunRecord, Scorecard
 from ragmeter.runfile import CaseOutcome
 from ragmeter.testing import RagAssertionError, assert_rag
 

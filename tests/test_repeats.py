@@ -69,7 +69,7 @@ def test_cluster_bootstrap_reaches_nominal_coverage_with_noisy_repeats() -> None
 
 
 def test_run_scores_pair_cases_not_answers() -> None:
-    from ragmeter.models import RunRecord
+    from ragmeter.run_record import RunRecord
 
     record = RunRecord(id="r", name="r", created_at="", config={}, datasets=[])
     scores = RunScores(record, {"quality": {"a": 0.2, "a~r2": 0.4, "b": 1.0, "b~r2": 0.0}})
@@ -167,7 +167,7 @@ def test_repeats_keep_failures_and_coverage_per_answer() -> None:
 
 
 def test_a_binary_metric_with_repeats_is_compared_on_its_case_means() -> None:
-    from ragmeter.models import MetricSummary, RunRecord, Scorecard
+    from ragmeter.run_record import MetricSummary, RunRecord, Scorecard
     from ragmeter.scoring.compare import compare_runs
 
     def run(run_id: str, second_wrong: bool) -> RunScores:

@@ -258,8 +258,8 @@ def test_targets_use_the_metric_kind(demo: tuple[Path, Path, str, str]) -> None:
 
 
 def test_a_target_row_says_why_it_is_not_measured() -> None:
-    from ragmeter.models import GoalResult, RunRecord
     from ragmeter.reports.html.run import goals_section
+    from ragmeter.run_record import GoalResult, RunRecord
 
     thin = GoalResult(
         metric="recall_at_5", op=">", threshold=0.7, value=0.571, status="not_measured",
@@ -326,9 +326,9 @@ def test_non_finite_and_valueless_scores(runs: tuple[Path, Path, str, str]) -> N
 
 
 def test_reports_of_an_unfinished_run_say_so() -> None:
-    from ragmeter.models import RunRecord
     from ragmeter.reports.html.run import goals_section, scorecard_section
     from ragmeter.reports.markdown import render_markdown
+    from ragmeter.run_record import RunRecord
 
     record = RunRecord(
         id="r1", name="r", created_at="2026-11-24T00:00:00+00:00", config={}, datasets=["demo"],

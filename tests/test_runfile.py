@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 
 import ragmeter.runfile as runfile_module
 from ragmeter.errors import InputError
-from ragmeter.models import CaseResult, MetricSummary, RunRecord, Score, Scorecard
+from ragmeter.models import CaseResult, Score
+from ragmeter.run_record import MetricSummary, RunRecord, Scorecard
 from ragmeter.runfile import RUN_FILE_VERSION, RunFile
 
 SEED_002_KEYS = {
@@ -206,7 +207,7 @@ def test_a_run_folder_deleted_mid_run_is_made_again(tmp_path: Path) -> None:
 def test_a_version_2_file_and_store_row_read_their_targets_as_goals(tmp_path: Path) -> None:
     """Before version 3 the goals were ``targets`` (seed 003's word) and the record carried a
     ``schema_version``: both a file and a store row of then are read, the goals kept."""
-    from ragmeter.models import GoalResult
+    from ragmeter.run_record import GoalResult
     from ragmeter.store.sqlite import RunStore
 
     goal = GoalResult(metric="token_f1", op=">", threshold=0.4, value=0.5, status="pass")

@@ -9,8 +9,8 @@ import re
 import pytest
 from rich.console import Console
 
-from ragmeter.models import RunRecord
 from ragmeter.reports.show import runs_table
+from ragmeter.run_record import RunRecord
 
 
 def record(run_id: str, name: str) -> RunRecord:

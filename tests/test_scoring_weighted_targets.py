@@ -6,7 +6,8 @@ import pytest
 
 from ragmeter.config import ModelPrice
 from ragmeter.metrics.performance import apply_prices, performance_summary
-from ragmeter.models import Case, CaseResult, MetricSummary, Response, Scorecard, Usage
+from ragmeter.models import Case, CaseResult, Response, Usage
+from ragmeter.run_record import MetricSummary, Scorecard
 from ragmeter.scoring.breakdowns import BreakdownFieldError, case_labels, labels_by_case
 from ragmeter.scoring.goals import (
     DEFAULT_GOALS,

@@ -20,15 +20,8 @@ import pytest
 import ragmeter.store.migrations as migrations_module
 import ragmeter.store.sqlite as store_module
 from ragmeter.errors import EXIT_BAD_INPUT, InputError, RagmeterError, RunLockedError, StoreError
-from ragmeter.models import (
-    Case,
-    CaseResult,
-    MetricSummary,
-    Response,
-    RunRecord,
-    Score,
-    Scorecard,
-)
+from ragmeter.models import Case, CaseResult, Response, Score
+from ragmeter.run_record import MetricSummary, RunRecord, Scorecard
 from ragmeter.store.migrations import LEGACY_VERSIONS, Migration, migration
 from ragmeter.store.sqlite import MIGRATIONS, RunNotFoundError, RunStore
 

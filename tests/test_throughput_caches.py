@@ -20,7 +20,8 @@ from ragmeter.metrics.grounding.questions import question_claim, reads_question
 from ragmeter.metrics.ir import Measure, query_measures
 from ragmeter.metrics.ir.query import measure_plan
 from ragmeter.metrics.markers import strip_markers
-from ragmeter.models import Case, CaseResult, Response, RunRecord, Score
+from ragmeter.models import Case, CaseResult, Response, Score
+from ragmeter.run_record import RunRecord
 from ragmeter.runfile import RunFile
 from ragmeter.runner.scoring import metric_settings, paused_gc, score_results
 from ragmeter.store import rows

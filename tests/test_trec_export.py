@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from ragmeter.errors import InputError
-from ragmeter.models import Case, CaseResult, Response, RunRecord
+from ragmeter.models import Case, CaseResult, Response
 from ragmeter.reports.trec_export import export_trec
+from ragmeter.run_record import RunRecord
 
 
 def _export(tmp_path: Path, case_id: str, doc_id: str) -> Path:

@@ -14,7 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragmeter.errors import InputError
-from ragmeter.models import GoalResult, MetricSummary, RunRecord, Score, Scorecard
+from ragmeter.models import Score
+from ragmeter.run_record import GoalResult, MetricSummary, RunRecord, Scorecard
 from ragmeter.scoring.validity import (
     auc,
     average_ranks,

@@ -323,6 +323,8 @@ class EvalConfig(BaseModel):
     leakage_canaries: list[str] = Field(default_factory=list)
     leakage_public_values: list[str] = Field(default_factory=list)
     verbatim_min_words: int = Field(default=50, ge=8)
+    # -P FAMILY.PARAM=VALUE: one family's parameters (metrics.family; `ragmeter metrics --params`)
+    metric_params: dict[str, dict[str, Any]] = Field(default_factory=dict)
     judge: str | None = None
     max_judge_cost: float | None = Field(default=None, ge=0)
     # one judge request waits at most judge_timeout_s and is retried judge_max_retries times

@@ -1,4 +1,5 @@
-"""Pydantic models shared by every stage: cases, responses, scores and run records.
+"""Pydantic models shared by every stage: cases, responses and scores (the run record and its
+parts: ``ragmeter.run_record``).
 
 A run has one version number, the run file's (``RUN_FILE_VERSION``): a later ragmeter reads an
 older run by it, from its file or its store row.
@@ -16,15 +17,11 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
-    SerializationInfo,
-    computed_field,
-    field_serializer,
     field_validator,
     model_validator,
 )
 
 from ragmeter.replies import prepared_reply
-from ragmeter.run_parts import JudgeReliability, Performance
 
 # 3: "goals" (seed 003's "targets", read too); no second "schema_version" in the record
 RUN_FILE_VERSION = 3
@@ -353,142 +350,3 @@ class Score:
     status: ScoreStatus = "ok"
     reason: str | None = None
     details: dict[str, Any] = dataclass_field(default_factory=dict)
-
-
-class MetricSummary(BaseModel):
-    """An aggregate of one metric over a set of cases, with its counts and interval."""
-
-    def value_kind(self) -> str | None:
-        """The declared kind, else (an older run) the one its unit implies; None for a unit
-        that has no kind (such a metric has no 0-1 reading)."""
-        if self.kind is not None:
-            return self.kind
-        legacy = {None: "proportion", "ms": "duration", "USD": "cost", "0-5": "score"}
-        return legacy.get(self.unit)
-
-    def value_scale(self) -> tuple[float, float] | None:
-        """The declared scale (0-1 for a binary, proportion or score that gives none)."""
-        if self.scale is not None:
-            return self.scale
-        if self.kind is not None:
-            return (0.0, 1.0) if self.kind in ("binary", "proportion", "score") else None
-        return {None: (0.0, 1.0), "0-5": (0.0, 5.0)}.get(self.unit)
-
-    name: str
-    group: str
-    value: float | None
-    aggregation: str = "mean"
-    higher_is_better: bool = True
-    unit: str | None = None
-    # the metric's declared kind and scale (ragmeter.metrics.base); None in runs stored
-    # before metrics declared them, which are then read by their unit
-    kind: str | None = None
-    scale: tuple[float, float] | None = None
-    n_scored: int
-    n_skipped: int
-    n_failed: int
-    ci_low: float | None = None
-    ci_high: float | None = None
-    # of the skipped, the cases whose target did not report what the metric reads
-    n_unreported: int = 0
-    # why skipped on every case (not failed) / failed on every measured one; None: not so
-    skip_reason: str | None = None
-    fail_reason: str | None = None
-    # measured / applicable cases (measured, failed, or not reported); None: applies to none,
-    # or a run stored before coverage was kept
-    coverage: float | None = None
-    # how failed cases entered the value ("zero", "worst"); None: left out (coverage shows it)
-    failed_as: str | None = None
-    # a run with repeats (--repeats N): answers per case, the variance of a case's repeats
-    # (system or judge noise, averaged over cases) and of the per-case means (between cases)
-    repeats: int | None = None
-    within_case_var: float | None = None
-    between_case_var: float | None = None
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def sample_size(self) -> int:
-        return self.n_scored
-
-
-class Scorecard(BaseModel):
-    metrics: list[MetricSummary]
-    by_group: dict[str, list[str]]
-
-    def get(self, name: str) -> MetricSummary | None:
-        return next((m for m in self.metrics if m.name == name), None)
-
-
-class ObjectiveScore(BaseModel):
-    """One objective of the weighted score: its value and the metrics that fed it."""
-
-    name: str
-    value: float | None
-    weight: float
-    metrics: list[str] = Field(default_factory=list)
-    # metrics of the objective measured on less than the coverage floor of their cases, left
-    # out (metric -> its coverage): a value from a few cases is not the run's
-    under_coverage: dict[str, float] = Field(default_factory=dict)
-
-
-class WeightedScore(BaseModel):
-    """Seed 002's weighted score: objectives combined with weights renormalised over the
-    objectives that have a value; ``missing`` names the objectives left out."""
-
-    score: float | None
-    objectives: dict[str, float | None]
-    weights: dict[str, float]
-    effective_weights: dict[str, float]
-    missing: list[str] = Field(default_factory=list)
-    detail: list[ObjectiveScore] = Field(default_factory=list)
-
-
-GoalStatus = Literal["pass", "fail", "not_measured"]
-
-
-class GoalResult(BaseModel):
-    """One row of the goals table (seed 003's targets): metric, comparison, threshold and
-    verdict."""
-
-    metric: str
-    op: str
-    threshold: float
-    value: float | None
-    status: GoalStatus
-    perspective: str | None = None
-    optional: bool = False
-    # why the verdict: a coverage under the floor, the interval bound or paired difference read
-    reason: str | None = None
-    # "point" (the value), "lower" / "upper" (the 95% interval's bound) or "non_inferior"
-    # (the paired difference with a baseline; threshold is the margin)
-    rule: str = "point"
-
-
-class RunRecord(BaseModel):
-    """A run as stored and as written to its JSON file (seed 002's Run Output, extended)."""
-
-    id: str
-    name: str
-    status: Literal["running", "completed", "interrupted"] = "running"
-    created_at: str
-    completed_at: str | None = None
-    config: dict[str, Any]
-    datasets: list[str]
-    scorecard: Scorecard | None = None
-    question_count: int = 0
-    error_count: int = 0
-    breakdowns: dict[str, dict[str, list[MetricSummary]]] = Field(default_factory=dict)
-    weighted_score: WeightedScore | None = None
-    # seed 003's "targets"; a run file or store row written before the name changed says so
-    goals: list[GoalResult] = Field(
-        default_factory=list, validation_alias=AliasChoices("goals", "targets")
-    )
-    performance: Performance = Field(default_factory=Performance)
-    judge_reliability: JudgeReliability | None = None
-    # the target's index statistics, fetched once per run (ragmeter.targets.index_stats)
-    index_stats: dict[str, Any] | None = None
-
-    @field_serializer("performance")
-    def _performance_as_gathered(self, value: Performance, info: SerializationInfo) -> Any:
-        # the parts the run gathered, not the defaults of those it did not
-        return value.model_dump(mode=info.mode, exclude_unset=True)

@@ -9,7 +9,9 @@ for it. Unknown names fail with a "did you mean".
 
 What each point's object is called with:
 
-- ``metrics``: ``family(settings: MetricSettings) -> list[Metric]``;
+- ``metrics``: a ``MetricFamily`` (its build function and the parameters ``-P`` sets,
+  :mod:`ragmeter.metrics.family`), or a plain ``family(settings: MetricSettings) ->
+  list[Metric]``;
 - ``targets``: a class built as ``cls(config: TargetConfig, concurrency=N)``;
 - ``judges``: ``provider(model, *, api_key_env, timeout_s, max_retries) -> Judge`` (the spec
   ``NAME:MODEL``), best a ``JudgeProviderSpec`` that also declares its pre-flight check (see
@@ -70,20 +72,20 @@ class Entry:
 _SEMANTIC = "pip install 'ragmeter[semantic]'"
 _BUILTINS: dict[ExtensionPoint, dict[str, str | tuple[str, str]]] = {
     "metrics": {
-        "retrieval": "ragmeter.metrics.retrieval:retrieval_metrics",
+        "retrieval": "ragmeter.metrics.retrieval:retrieval_family",
         "lexical": "ragmeter.metrics.lexical:lexical_metrics",
-        "abstention": "ragmeter.metrics.abstention:abstention_metrics",
+        "abstention": "ragmeter.metrics.abstention:abstention_family",
         "performance": "ragmeter.metrics.performance:performance_metrics",
         "pipeline": "ragmeter.metrics.pipeline:pipeline_metrics",
         "context": "ragmeter.metrics.context:context_metrics",
         "assertions": "ragmeter.metrics.assertions:assertion_metrics",
-        "citation": "ragmeter.metrics.citation:citation_metrics",
-        "grounding": "ragmeter.metrics.grounding:grounding_metrics",
-        "semantic": "ragmeter.metrics.semantic:semantic_metrics",
-        "judged": "ragmeter.metrics.judged:judged_metrics",
-        "trec": "ragmeter.metrics.ir.case_metrics:trec_metrics",
-        "leakage": "ragmeter.metrics.leakage:leakage_metrics",
-        "injection": "ragmeter.metrics.injection:injection_metrics",
+        "citation": "ragmeter.metrics.citation:citation_family",
+        "grounding": "ragmeter.metrics.grounding.family:grounding_family",
+        "semantic": "ragmeter.metrics.semantic:semantic_family",
+        "judged": "ragmeter.metrics.judged:judged_family",
+        "trec": "ragmeter.metrics.ir.case_metrics:trec_family",
+        "leakage": "ragmeter.metrics.leakage:leakage_family",
+        "injection": "ragmeter.metrics.injection:injection_family",
     },
     "targets": {
         "http": "ragmeter.targets.http:HttpTarget",

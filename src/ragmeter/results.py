@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import PrivateAttr
 
 from ragmeter.errors import RagmeterError
-from ragmeter.models import MetricSummary
+from ragmeter.run_record import MetricSummary
 from ragmeter.runfile import RunFile
 
 if TYPE_CHECKING:

@@ -30,7 +30,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from typing_extensions import TypedDict
 
 from ragmeter.errors import InputError
-from ragmeter.models import RUN_FILE_VERSION, CaseResult, RunRecord, Score
+from ragmeter.models import RUN_FILE_VERSION, CaseResult, Score
+from ragmeter.run_record import RunRecord
 
 _CHUNK = 1 << 16
 

@@ -13,7 +13,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ragmeter.models import GoalResult, MetricSummary, RunRecord
+from ragmeter.run_record import GoalResult, MetricSummary, RunRecord
 
 if TYPE_CHECKING:
     from ragmeter.runner.engine import RunOutcome

@@ -248,7 +248,8 @@ def test_live_progress_of_a_run_in_flight(
     as answers arrive, and the page reloads into the scorecard once the run completes."""
     from playwright.sync_api import expect
 
-    from ragmeter.models import Case, CaseResult, Response, RunRecord, Scorecard
+    from ragmeter.models import Case, CaseResult, Response
+    from ragmeter.run_record import RunRecord, Scorecard
 
     folder = tmp_path_factory.mktemp("live")
     path = folder / "runs.db"
@@ -301,7 +302,8 @@ def test_a_stuck_run_is_not_polled(
 ) -> None:
     """A run left "running" with no live process (its process died): the page says so and does
     not poll /progress."""
-    from ragmeter.models import Case, RunRecord
+    from ragmeter.models import Case
+    from ragmeter.run_record import RunRecord
 
     path = tmp_path_factory.mktemp("stuck") / "runs.db"
     writer = RunStore(path)

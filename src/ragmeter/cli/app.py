@@ -17,9 +17,9 @@ from rich.text import Text
 
 from ragmeter.cli.group import main as main  # the command modules add their commands to it
 from ragmeter.errors import EXIT_BAD_INPUT, InputError
-from ragmeter.models import RunRecord
 from ragmeter.redaction import redact_text
 from ragmeter.reports.terminal import inert, make_console
+from ragmeter.run_record import RunRecord
 from ragmeter.store.sqlite import RunNotFoundError, RunStore
 
 console = make_console()

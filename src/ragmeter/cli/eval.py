@@ -65,6 +65,7 @@ from ragmeter.reports.terminal import inert
 @target_options
 @shared("field_map")
 @shared("metrics")
+@shared("metric_params")
 @click.option(
     "--samples",
     type=int,
@@ -204,6 +205,7 @@ def _judge_estimate(config: EvalConfig) -> None:
 @shared("judge")
 @shared("max_judge_cost")
 @shared("metrics", help="Comma-separated metric families (default: the run's own).")
+@shared("metric_params")
 @shared("output_dir", help="Folder for the new run file (default: the run's own).")
 @shared("name")
 @click.option("--output", metavar="NAME", help="Name of the new run's files (NAME.json, NAME.md).")
@@ -218,7 +220,9 @@ def rescore_command(
     """
     from ragmeter.runner.rescore import rescore
 
-    changes = config_overrides(ctx, only={"judge", "max_judge_cost", "metrics", "name", "output"})
+    changes = config_overrides(
+        ctx, only={"judge", "max_judge_cost", "metrics", "metric_params", "name", "output"}
+    )
     outcome = rescore(store, run_id, changes, output_dir)
     print_run(outcome.record, console)
     message = f"rescored {inert(run_id, markup=False)} as {outcome.record.id} · run file "

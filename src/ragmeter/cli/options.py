@@ -76,6 +76,22 @@ def field_map(ctx: click.Context, param: click.Parameter, values: Any) -> dict[s
         raise click.BadParameter(str(exc)) from None
 
 
+def metric_params(
+    ctx: click.Context, param: click.Parameter, values: Any
+) -> dict[str, dict[str, Any]]:
+    """A click callback: ``-P FAMILY.PARAM=VALUE`` values as ``{family: {param: value}}``."""
+    from ragmeter.metrics.family import MetricParamError, parse_param
+
+    found: dict[str, dict[str, Any]] = {}
+    for text in values or ():
+        try:
+            family, name, value = parse_param(text)
+        except MetricParamError as exc:
+            raise click.BadParameter(str(exc)) from None
+        found.setdefault(family, {})[name] = value
+    return found
+
+
 def comma_list(ctx: click.Context, param: click.Parameter, value: str | None) -> list[str] | None:
     """A click callback: ``a, b,c`` as ``["a", "b", "c"]`` (None when the option is not
     given). Given on the command line with nothing in it (``--metrics ""``), it is an error:
@@ -176,6 +192,16 @@ _SHARED: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
         {
             "callback": comma_list,
             "help": "Comma-separated metric families (see 'ragmeter metrics').",
+        },
+    ),
+    "metric_params": (
+        ("-P", "--param", "metric_params"),
+        {
+            "multiple": True,
+            "callback": metric_params,
+            "metavar": "FAMILY.PARAM=VALUE",
+            "help": "Set one parameter of one metric family, e.g. -P retrieval.ks=1,5 or "
+            "-P judged.max_contexts=20 (repeatable; 'ragmeter metrics --params' lists them).",
         },
     ),
     "name": (("--name",), {"help": "Name of the new run."}),

@@ -29,6 +29,7 @@ CONFIG_FIELDS: dict[str, tuple[str, Callable[[Any], Any] | None]] = {
     "request_template": ("target.request_template", None),
     "response_mapping": ("target.response_mapping", None),
     "metrics": ("metrics", None),
+    "metric_params": ("metric_params", None),
     "samples": ("samples", None),
     "seed": ("seed", None),
     "concurrency": ("concurrency", None),
@@ -78,7 +79,11 @@ def _put(data: dict[str, Any], path: str, value: Any) -> None:
     for key in parents:
         data = data.setdefault(key, {})
     if isinstance(value, dict) and isinstance(data.get(last), dict):
-        data[last].update(value)
+        for key, item in value.items():  # -P retrieval.ks=... keeps the file's retrieval.*
+            if isinstance(item, dict):
+                _put(data[last], key, item)
+            else:
+                data[last][key] = item
     elif isinstance(value, list) and isinstance(data.get(last), list):
         data[last] = data[last] + value  # --dataset a --datasets b,c: all three
     else:

@@ -31,15 +31,32 @@ def plugins_command(as_json: bool) -> None:
 
 
 @main.command("metrics")
-def metrics_command() -> None:
-    """List the metric families and the metrics each produces (group, kind, inputs)."""
-    from ragmeter.metrics.base import MetricSettings
+@click.option(
+    "--params", "show_params", is_flag=True, help="List each family's parameters (-P) instead."
+)
+@shared("json")
+def metrics_command(show_params: bool, as_json: bool) -> None:
+    """List the metric families and the metrics each produces (group, kind, direction,
+    inputs), read from their declarations; with --params, the parameters ``eval -P
+    FAMILY.PARAM=VALUE`` sets."""
+    from ragmeter.metrics.family import declarations
     from ragmeter.registry import registry
     from ragmeter.reports.console import metrics_table
+    from ragmeter.reports.plugins import params_table, plugin_listing
 
+    if show_params:
+        families = plugin_listing(registry)["metrics"]
+        if as_json:
+            click.echo(json.dumps({f["name"]: f.get("params", []) for f in families}, indent=2))
+        else:
+            console.print(params_table(families))
+        return
     rows = [
-        (family, metric)
+        (family, declared)
         for family in registry.names("metrics")
-        for metric in registry.get("metrics", family)(MetricSettings())
+        for declared in declarations(family)
     ]
+    if as_json:
+        click.echo(json.dumps([declared.model_dump(mode="json") for _, declared in rows], indent=2))
+        return
     console.print(metrics_table(rows))

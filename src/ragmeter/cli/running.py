@@ -14,9 +14,9 @@ from rich.text import Text
 from ragmeter.cli.app import console, errors, fail
 from ragmeter.config import EvalConfig
 from ragmeter.errors import EXIT_INTERRUPTED, EXIT_TARGET_DOWN, EXIT_TERMINATED
-from ragmeter.models import RunRecord
 from ragmeter.reports.console import print_run
 from ragmeter.reports.terminal import inert
+from ragmeter.run_record import RunRecord
 from ragmeter.store.sqlite import RunStore
 
 if TYPE_CHECKING:

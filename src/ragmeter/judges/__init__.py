@@ -52,6 +52,7 @@ __all__ = [
 ]
 
 SPEC_FORMS = "openai:MODEL, anthropic:MODEL, http://HOST:PORT/v1#MODEL or local:PATH.gguf"
+MAX_CONTEXTS = 10  # retrieved chunks shown to a judge, top first
 DEFAULT_CONTEXT_CHARS = 2000  # of each chunk shown to a judge
 LOCAL_CONTEXT_CHARS = 24000  # ... to a local: judge, which fits its prompts to its context
 
@@ -69,7 +70,7 @@ class JudgeSettings:
     timeout_s: float = DEFAULT_TIMEOUT_S  # one request's wall-clock deadline
     max_retries: int = DEFAULT_MAX_RETRIES  # retries after the first try of a request
     run_id: str | None = None
-    max_contexts: int = 10  # retrieved chunks shown to the judge, top first
+    max_contexts: int = MAX_CONTEXTS  # retrieved chunks shown to the judge, top first
     # each chunk is cut to this many characters; None: see ``context_chars``
     max_context_chars: int | None = None
     # judged tasks to run (see ragmeter.judges.tasks.TASKS); None = all

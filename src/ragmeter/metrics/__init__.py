@@ -24,13 +24,14 @@ def __getattr__(name: str) -> Any:
 
 
 def resolve_metrics(names: list[str], settings: MetricSettings) -> list[Metric]:
-    """Expand metric family names (``retrieval``, ``lexical``, ...) into concrete metrics."""
-    from ragmeter.registry import registry
+    """Expand metric family names (``retrieval``, ``lexical``, ...) into concrete metrics, each
+    family built with its own ``-P`` parameters (``settings.metric_params``)."""
+    from ragmeter.metrics.family import build_family
 
     metrics: list[Metric] = []
     seen: set[str] = set()
     for name in names:
-        for metric in registry.get("metrics", name)(settings):
+        for metric in build_family(name, settings):
             if metric.name not in seen:
                 seen.add(metric.name)
                 metrics.append(metric)

@@ -18,6 +18,7 @@ from typing import Any
 
 from ragmeter.metrics.assertions import number_within
 from ragmeter.metrics.base import Metric, MetricOutput, MetricSettings, SkipScore
+from ragmeter.metrics.family import MetricFamily, setting
 from ragmeter.metrics.lexical import normalize_answer, token_f1
 from ragmeter.metrics.shared import SharedDetails
 from ragmeter.metrics.textmatch import fact_stated, fold, index_text, numbers
@@ -317,3 +318,10 @@ def class_metrics(
             kind="count",
         ),
     ]
+
+
+abstention_family = MetricFamily(
+    abstention_metrics,
+    params=(setting("abstention_phrases", "phrases that mark an answer as a refusal"),),
+    description="refusing the unanswerable and answering the answerable",
+)

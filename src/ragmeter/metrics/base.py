@@ -9,7 +9,7 @@ input, or ``failed`` with the error. Never a silent NaN, never a silent 0.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
@@ -20,6 +20,7 @@ from ragmeter.models import Case, CaseResult, Response, Score
 
 if TYPE_CHECKING:
     from ragmeter.judges import JudgeSettings
+    from ragmeter.run_record import MetricDeclaration
 
 MetricOutput = float | tuple[float, dict[str, Any]]
 
@@ -182,9 +183,40 @@ class MetricSettings:
     leakage_canaries: tuple[str, ...] = _config_default("leakage_canaries")
     leakage_public_values: tuple[str, ...] = _config_default("leakage_public_values")
     verbatim_min_words: int = _config_default("verbatim_min_words")
+    # ``-P FAMILY.PARAM=VALUE`` of the run (metrics.family builds each family with its own)
+    metric_params: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    # the family's own options, set by metrics.family for the family being built
+    options: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         validate_grounding_model(self.grounding_model)
+
+    @classmethod
+    def for_run(cls, config: EvalConfig, judge: JudgeSettings | None = None) -> MetricSettings:
+        """The scoring context of the run ``config`` describes, with its judge (if any)."""
+        return cls(
+            ks=tuple(config.ks),
+            relevance_level=config.relevance_level,
+            ndcg_gain=config.ndcg_gain,
+            require_snippet=config.require_snippet,
+            id_space_min_overlap=config.id_space_min_overlap,
+            abstention_phrases=tuple(config.abstention_phrases),
+            embedder=config.embedder,
+            grounding_model=config.grounding_model,
+            judge=judge,
+            injection_score_key=config.injection_score_key,
+            injection_warn_threshold=config.injection_warn_threshold,
+            injection_block_threshold=config.injection_block_threshold,
+            leakage_canaries=tuple(config.leakage_canaries),
+            leakage_public_values=tuple(config.leakage_public_values),
+            verbatim_min_words=config.verbatim_min_words,
+            metric_params=config.metric_params,
+        )
+
+    def option(self, name: str, default: Any) -> Any:
+        """The family's own option ``name`` (its declared default when built through
+        metrics.family; ``default`` when the build function is called directly)."""
+        return self.options.get(name, default)
 
 
 @dataclass(frozen=True)
@@ -210,6 +242,25 @@ class Metric:
     kind: MetricKind = field(kw_only=True)
     # the range of a ``score`` (binary and proportion are always 0-1; others have none)
     scale: tuple[float, float] | None = field(default=None, kw_only=True)
+    # the family that declared it (set by metrics.family when the family is built)
+    family: str | None = field(default=None, kw_only=True)
+
+    def declaration(self) -> MetricDeclaration:
+        """What the metric is, without its functions (stored in the run header)."""
+        from ragmeter.run_record import MetricDeclaration
+
+        return MetricDeclaration(
+            name=self.name,
+            family=self.family or "-",
+            group=self.group,
+            kind=self.kind,
+            higher_is_better=self.higher_is_better,
+            aggregation=self.aggregation,
+            unit=self.unit,
+            scale=self.scale,
+            requires=list(self.requires),
+            description=self.description,
+        )
 
     def __post_init__(self) -> None:
         problem = self._problem()

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ragmeter.metrics.base import Metric, MetricOutput, MetricSettings, SkipScore
+from ragmeter.metrics.family import MetricFamily, setting
 from ragmeter.metrics.markers import strip_markers
 from ragmeter.metrics.passages import all_passages, case_level
 from ragmeter.metrics.retrieval import matches
@@ -381,3 +382,10 @@ def citation_metrics(settings: MetricSettings) -> list[Metric]:
             kind="binary",
         ),
     ]
+
+
+citation_family = MetricFamily(
+    citation_metrics,
+    params=(setting("relevance_level", "the lowest gold grade a cited passage must have"),),
+    description="the answer's citations against the retrieved chunks and gold passages",
+)

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ragmeter.metrics.base import Metric, MetricOutput, MetricSettings, SkipScore
+from ragmeter.metrics.family import MetricFamily, setting
 from ragmeter.models import Case, Response
 
 BLOCKED_FLAG = "guardrail_blocked"
@@ -167,3 +168,14 @@ def injection_metrics(settings: MetricSettings) -> list[Metric]:
             kind="binary",
         ),
     ]
+
+
+injection_family = MetricFamily(
+    injection_metrics,
+    params=(
+        setting("injection_score_key", "the reply field holding the detector's score"),
+        setting("injection_warn_threshold", "a score at or above it warns"),
+        setting("injection_block_threshold", "a score at or above it blocks"),
+    ),
+    description="the target's prompt-injection detector against labelled attacks",
+)

@@ -29,13 +29,14 @@ remaining judged scores are ``skipped`` ("budget reached").
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ragmeter.embedders.base import EmbedderError, FloatArray, build_embedder
-from ragmeter.judges import JudgeSettings
+from ragmeter.judges import MAX_CONTEXTS, JudgeSettings
 from ragmeter.judges.cache import JudgeStore
 from ragmeter.judges.cost import Budget, BudgetReachedError, price_for
 from ragmeter.judges.session import JudgeFailure, JudgeSession
@@ -49,6 +50,7 @@ from ragmeter.metrics.base import (
     MetricSettings,
     SkipScore,
 )
+from ragmeter.metrics.family import MetricFamily, MetricParam, setting
 from ragmeter.models import Case, Response, RetrievedChunk
 
 NO_JUDGE = "no judge configured (use --judge ...)"
@@ -358,8 +360,15 @@ def ragas_composite(
 
 def judged_metrics(settings: MetricSettings) -> list[Metric]:
     """Every judged metric, declared by its task (``ragmeter.judges.tasks.TASKS``)."""
-    tasks = selected_tasks(settings.judge)
-    state = JudgedState(tasks, settings.embedder, settings.judge, settings.abstention_phrases)
+    judge = settings.judge
+    if judge is not None:
+        judge = dataclasses.replace(
+            judge,
+            max_contexts=settings.option("max_contexts", MAX_CONTEXTS),
+            max_context_chars=settings.option("max_context_chars", judge.max_context_chars),
+        )
+    tasks = selected_tasks(judge)
+    state = JudgedState(tasks, settings.embedder, judge, settings.abstention_phrases)
     prepare = state.prepare  # one object, so the engine prepares the family once
     chosen = {task.name for task in tasks}
     composite = [
@@ -390,3 +399,21 @@ def judged_metrics(settings: MetricSettings) -> list[Metric]:
         for task in tasks
         for declared in task.metrics
     ]
+
+
+judged_family = MetricFamily(
+    judged_metrics,
+    params=(
+        MetricParam(
+            "max_contexts", "retrieved chunks shown to the judge, top first", default=MAX_CONTEXTS
+        ),
+        MetricParam(
+            "max_context_chars",
+            "characters of each chunk shown to the judge (None: 2,000; 24,000 for local:)",
+            default=None,
+        ),
+        setting("embedder", "the embedder of answer relevancy's question similarity"),
+        setting("abstention_phrases", "phrases that mark a refusal (not judged as a claim)"),
+    ),
+    description="an LLM judge's verdicts (skipped without --judge)",
+)

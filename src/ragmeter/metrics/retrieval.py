@@ -38,6 +38,7 @@ from ragmeter.metrics.base import (
     MetricSettings,
     SkipScore,
 )
+from ragmeter.metrics.family import MetricFamily, setting
 from ragmeter.metrics.id_space import IdSpace
 from ragmeter.metrics.ir import Measure, query_measures
 from ragmeter.metrics.ir.query import measure_plan
@@ -420,3 +421,21 @@ def retrieval_metrics(settings: MetricSettings) -> list[Metric]:
         ),
     ]
     return metrics
+
+
+retrieval_family = MetricFamily(
+    retrieval_metrics,
+    params=(
+        setting("ks", "the cut-offs K of every @K metric"),
+        setting("relevance_level", "the lowest gold grade that counts as relevant"),
+        setting(
+            "require_snippet",
+            "a gold passage with a snippet counts only when a retrieved chunk holds it",
+        ),
+        setting(
+            "id_space_min_overlap", "the share of retrieved ids that must fall in the gold id space"
+        ),
+        setting("ndcg_gain", "nDCG's gain: linear (trec_eval) or exponential"),
+    ),
+    description="retrieved chunks against the gold passages, by rank",
+)

@@ -29,6 +29,7 @@ import numpy as np
 
 from ragmeter.embedders.base import FloatArray, build_embedder
 from ragmeter.metrics.base import INPUTS, Metric, MetricOutput, MetricSettings
+from ragmeter.metrics.family import MetricFamily, setting
 from ragmeter.models import Case, Response
 
 NEEDS = ("reference_answer", "answerable")
@@ -196,3 +197,12 @@ def semantic_metrics(settings: MetricSettings) -> list[Metric]:
             kind="score",
         ),
     ]
+
+
+semantic_family = MetricFamily(
+    semantic_metrics,
+    params=(
+        setting("embedder", "the embedder: minilm, openai:MODEL or http://HOST:PORT/v1#MODEL"),
+    ),
+    description="embedding similarity and BERTScore of answer and reference",
+)

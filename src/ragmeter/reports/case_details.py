@@ -21,10 +21,11 @@ from rich.table import Table
 from rich.text import Text
 
 from ragmeter.errors import InputError
-from ragmeter.models import Case, CaseResult, MetricSummary, Response, Score, Scorecard
+from ragmeter.models import Case, CaseResult, Response, Score
 from ragmeter.redaction import masked
 from ragmeter.reports.console import format_value
 from ragmeter.reports.detail_lines import ITEM_LIMIT, clip, detail_lines, useful_details
+from ragmeter.run_record import MetricSummary, Scorecard
 from ragmeter.text import visible
 
 ANSWER_LIMIT = 600  # characters of a question, answer, reference or error shown by default
@@ -47,21 +48,15 @@ def _directions(scorecard: Scorecard | None, names: set[str]) -> dict[str, Metri
     missing = names - set(known)
     if missing:
         try:
-            from ragmeter.metrics.base import MetricSettings
+            from ragmeter.metrics.family import declarations
             from ragmeter.registry import registry
 
             for family in registry.names("metrics"):
-                for metric in registry.get("metrics", family)(MetricSettings()):
+                for metric in declarations(family):
                     if metric.name in missing:
                         known[metric.name] = MetricSummary(
-                            name=metric.name,
-                            group=metric.group,
+                            **metric.model_dump(exclude={"family", "requires", "description"}),
                             value=None,
-                            higher_is_better=metric.higher_is_better,
-                            unit=metric.unit,
-                            kind=metric.kind,
-                            scale=metric.scale,
-                            aggregation=metric.aggregation,
                             n_scored=0,
                             n_skipped=0,
                             n_failed=0,

@@ -11,10 +11,10 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
-from ragmeter.models import MetricSummary, RunRecord
 from ragmeter.reports.console import Fit, format_total, format_value
 from ragmeter.reports.html.format import change_text, change_unit
 from ragmeter.reports.terminal import inert, inert_text
+from ragmeter.run_record import MetricSummary, RunRecord
 from ragmeter.scoring.compare import Comparison, MetricComparison
 from ragmeter.scoring.pareto import ParetoPoint
 

@@ -17,22 +17,23 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from ragmeter.models import (
-    CaseResult,
+from ragmeter.models import CaseResult
+from ragmeter.reports.operational import operational_renderables
+from ragmeter.reports.terminal import inert, inert_text
+from ragmeter.run_record import (
     GoalResult,
+    JudgeReliability,
     MetricSummary,
+    Performance,
     RunRecord,
     Scorecard,
     WeightedScore,
 )
-from ragmeter.reports.operational import operational_renderables
-from ragmeter.reports.terminal import inert, inert_text
-from ragmeter.run_parts import JudgeReliability, Performance
 from ragmeter.scoring.goals import goal_condition
 from ragmeter.text import visible
 
 if TYPE_CHECKING:
-    from ragmeter.metrics.base import Metric
+    from ragmeter.run_record import MetricDeclaration
 
 # an error message in the cases table is cut here; `ragmeter show --details` or --json has more
 ERROR_LIMIT = 300
@@ -385,7 +386,7 @@ def cases_table(results: Sequence[CaseResult], error_limit: int = ERROR_LIMIT) -
     return table
 
 
-def metrics_table(rows: Sequence[tuple[str, Metric]]) -> Fit:
+def metrics_table(rows: Sequence[tuple[str, MetricDeclaration]]) -> Fit:
     """``ragmeter metrics``: every (family, metric) pair. Family and metric names never wrap
     or get cut; the description (and the inputs a metric needs) wrap instead. Where the
     console is too narrow for a column each, families become section rows and group, kind,

@@ -20,9 +20,10 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
-from ragmeter.models import Case, CaseResult, RunRecord, Score
+from ragmeter.models import Case, CaseResult, Score
 from ragmeter.redaction import redact_text
 from ragmeter.reports.terminal import strip_unsafe
+from ragmeter.run_record import RunRecord
 from ragmeter.text import visible
 
 __all__ = [

@@ -68,18 +68,43 @@ def datasets_table() -> str:
 
 def metrics_table() -> str:
     """Every metric of the built-in families, with its group, kind and direction."""
-    from ragmeter.metrics import MetricSettings, resolve_metrics
+    from ragmeter.metrics.family import declarations
     from ragmeter.registry import registry
 
     lines = [
-        "| family | metric | group | kind | better |",
-        "|---|---|---|---|---|",
+        "| family | metric | group | kind | better | needs |",
+        "|---|---|---|---|---|---|",
     ]
     for family in registry.names("metrics", built_in=True):
-        for metric in resolve_metrics([family], MetricSettings()):
+        for metric in declarations(family):
             better = "higher" if metric.higher_is_better else "lower"
+            needs = ", ".join(metric.requires) or "-"
             lines.append(
-                f"| `{family}` | `{metric.name}` | {metric.group} | {metric.kind} | {better} |"
+                f"| `{family}` | `{metric.name}` | {metric.group} | {metric.kind} | {better} "
+                f"| {needs} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def metric_params_table() -> str:
+    """Every parameter of the built-in families (``-P FAMILY.PARAM=VALUE``)."""
+    from ragmeter.registry import registry
+    from ragmeter.reports.plugins import plugin_listing
+
+    lines = [
+        "| family | parameter | default | sets | what it is |",
+        "|---|---|---|---|---|",
+    ]
+    built_in = set(registry.names("metrics", built_in=True))
+    for family in plugin_listing(registry)["metrics"]:
+        if family["name"] not in built_in:
+            continue
+        for param in family.get("params", []):
+            cells = (f"`{json.dumps(param['default'])}`", param["sets"], param["help"])
+            lines.append(
+                f"| `{family['name']}` | `{param['name']}` | "
+                + " | ".join(_cell(c) for c in cells)
+                + " |"
             )
     return "\n".join(lines) + "\n"
 
@@ -88,6 +113,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "settings": settings_table,
     "datasets": datasets_table,
     "metrics": metrics_table,
+    "metric_params": metric_params_table,
 }
 
 

@@ -7,8 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ragmeter.models import CaseResult, RunRecord
+from ragmeter.models import CaseResult
 from ragmeter.reports.json_report import run_document
+from ragmeter.run_record import RunRecord
 from ragmeter.store.sqlite import RunStore
 
 EXPORT_FORMATS = (

@@ -6,7 +6,7 @@ when every case failed.
 example message each (``performance.errors_by_type`` and ``.error_examples``, gathered by
 :class:`ragmeter.metrics.performance_tally.PerformanceTally`, secrets masked and the message cut
 to one line), the metrics skipped on every case with their reason
-(:attr:`ragmeter.models.MetricSummary.skip_reason`) and those measured on no case because their
+(:attr:`ragmeter.run_record.MetricSummary.skip_reason`) and those measured on no case because their
 scores failed for one reason (``fail_reason``: retrieved ids that never match gold ids). The
 text is plain: each report makes it inert its own way (``inert``, ``md_text``, ``esc``).
 """
@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ragmeter.metrics.performance_tally import example_message
-from ragmeter.models import RunRecord
+from ragmeter.run_record import RunRecord
 
 __all__ = ["ErrorGroup", "FailureSummary", "SkipGroup", "failure_summary"]
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ragmeter.models import CaseResult, RunRecord, Score
+from ragmeter.models import CaseResult, Score
+from ragmeter.run_record import RunRecord
 from ragmeter.runfile import RunFile
 
 

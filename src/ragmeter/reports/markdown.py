@@ -12,11 +12,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ragmeter.models import GoalResult, MetricSummary, RunRecord, Scorecard
 from ragmeter.reports.console import format_value, goal_value, under_coverage
 from ragmeter.reports.failures import failure_summary
 from ragmeter.reports.operational import reading_notes
 from ragmeter.reports.perspectives import by_perspective, goal_perspective
+from ragmeter.run_record import GoalResult, MetricSummary, RunRecord, Scorecard
 from ragmeter.scoring.goals import goal_condition
 
 __all__ = ["markdown_path", "md_text", "render_markdown", "write_markdown"]

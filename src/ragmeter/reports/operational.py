@@ -9,8 +9,8 @@ from typing import Any
 from rich.console import RenderableType
 from rich.table import Table
 
-from ragmeter.models import RunRecord
 from ragmeter.reports.terminal import inert
+from ragmeter.run_record import IndexStatsRecord, RunRecord
 
 _STATUS_STYLE = {"pass": "green", "fail": "red", "not_measured": "yellow"}
 
@@ -60,16 +60,16 @@ def _rate(value: Any) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
-def index_stats_line(stats: dict[str, Any] | None) -> str | None:
+def index_stats_line(record: IndexStatsRecord | None) -> str | None:
     """One line for the index stats a target reported or failed to give (nothing when it has
     none)."""
-    if not stats or stats.get("status") == "not_reported":
+    if record is None or record.status == "not_reported":
         return None
-    source = inert(str(stats.get("source", "target")))
-    if stats.get("status") != "reported":
-        return f"index stats ({source}): [red]failed[/] {inert(str(stats.get('reason', '')))}"
-    found: dict[str, Any] = stats.get("stats") or {}
-    derived: dict[str, Any] = stats.get("derived") or {}
+    source = inert(record.source)
+    if record.status != "reported":
+        return f"index stats ({source}): [red]failed[/] {inert(record.reason or '')}"
+    found: dict[str, Any] = record.stats or {}
+    derived: dict[str, Any] = record.derived or {}
     parts = [
         f"{found[key]} {label}"
         for key, label in (("documents", "documents"), ("chunks", "chunks"))

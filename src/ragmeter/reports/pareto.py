@@ -6,7 +6,7 @@ from dataclasses import asdict
 from typing import Any
 
 from ragmeter.config import DEFAULT_COVERAGE_FLOOR
-from ragmeter.models import RunRecord
+from ragmeter.run_record import RunRecord
 from ragmeter.scoring.pareto import ParetoPoint, pareto_frontier
 
 # the methods table of `compare` shows these when the runs have them

@@ -13,7 +13,6 @@ from rich.console import Console
 from rich.table import Table
 
 from ragmeter.metrics.base import PERSPECTIVES, perspective_of
-from ragmeter.models import GoalResult, MetricSummary, RunRecord
 from ragmeter.reports.console import (
     _counts,
     _interval,
@@ -25,6 +24,7 @@ from ragmeter.reports.console import (
 from ragmeter.reports.failures import SkipGroup, failure_summary
 from ragmeter.reports.operational import response_format_line, retrieval_matching_line
 from ragmeter.reports.terminal import inert
+from ragmeter.run_record import GoalResult, MetricSummary, RunRecord
 from ragmeter.runner.selection import TARGET_PERSPECTIVE_ALIASES
 
 # perspective -> its headline metrics, in the order shown (docs/runs.md)

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING
 
 from rich.text import Text
 
-from ragmeter.models import RunRecord
 from ragmeter.redaction import redact_text
 from ragmeter.reports.terminal import inert
+from ragmeter.run_record import RunRecord
 from ragmeter.scoring.goals import gate_failures, goal_condition
 
 if TYPE_CHECKING:

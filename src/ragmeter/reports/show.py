@@ -8,8 +8,9 @@ from rich.table import Column, Table
 
 from ragmeter.config import config_from_snapshot
 from ragmeter.errors import InputError
-from ragmeter.models import Case, MetricSummary, RunRecord
+from ragmeter.models import Case
 from ragmeter.reports.terminal import inert
+from ragmeter.run_record import MetricSummary, RunRecord
 from ragmeter.store.sqlite import RunStore
 
 

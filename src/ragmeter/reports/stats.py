@@ -8,8 +8,9 @@ from typing import Any
 import numpy as np
 from rich.table import Table
 
-from ragmeter.models import Case, CaseResult, RunRecord, Score
+from ragmeter.models import Case, CaseResult, Score
 from ragmeter.reports.terminal import inert, inert_text
+from ragmeter.run_record import RunRecord
 
 
 def _distribution(values: list[float]) -> dict[str, float]:

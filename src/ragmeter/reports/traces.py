@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ragmeter.metrics.base import perspective_of
-from ragmeter.models import Case, CaseResult, GoalResult, RunRecord, Score
+from ragmeter.models import Case, CaseResult, Score
+from ragmeter.run_record import GoalResult, RunRecord
 from ragmeter.scoring.goals import OPERATORS, holds
 
 __all__ = ["failed_case_traces", "trace_path", "write_traces"]

@@ -8,7 +8,8 @@ from pathlib import Path
 from ragmeter.datasets.trec import write_qrels, write_run
 from ragmeter.errors import InputError
 from ragmeter.metrics.retrieval import judge_case
-from ragmeter.models import Case, CaseResult, RunRecord
+from ragmeter.models import Case, CaseResult
+from ragmeter.run_record import RunRecord
 
 
 def _one_token(text: str) -> bool:

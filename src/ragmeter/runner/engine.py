@@ -18,7 +18,8 @@ from ragmeter import runfile
 from ragmeter.background import in_daemon_thread
 from ragmeter.config import DEFAULT_STORE, EvalConfig, config_from_snapshot
 from ragmeter.errors import EXIT_INTERRUPTED, InputError, RagmeterError, StoreError
-from ragmeter.models import Case, CaseResult, RunRecord, Score
+from ragmeter.models import Case, CaseResult, Score
+from ragmeter.run_record import IndexStatsRecord, RunRecord
 from ragmeter.runfile import RunFileWriter
 from ragmeter.runner import preflight
 from ragmeter.runner.executors import (
@@ -177,9 +178,8 @@ async def store_index_stats(
     ``index_stats`` method stores nothing)."""
     stats = await fetch_index_stats(target, timeout_s)
     if stats is not None:
-        stats["fetched_at"] = now_iso()
-        store.save_index_stats(record.id, stats)
-        record.index_stats = stats
+        record.index_stats = IndexStatsRecord.model_validate({**stats, "fetched_at": now_iso()})
+        store.save_index_stats(record.id, record.index_stats)
 
 
 async def run_evaluation_async(

@@ -19,21 +19,22 @@ from ragmeter.errors import InputError
 from ragmeter.models import Case
 from ragmeter.redaction import ENV_REFERENCE
 from ragmeter.registry import UnknownNameError, registry
+from ragmeter.runner.selection import run_families
 
 if TYPE_CHECKING:
-    from ragmeter.metrics.base import Metric
+    from ragmeter.run_record import MetricDeclaration
 
 
 def check_names(config: EvalConfig) -> None:
     """Every metric family named in the config exists and declares its metrics correctly (a
     plugin's undeclared group or kind stops the run here, not after the questions)."""
     from ragmeter.metrics.base import MetricDeclarationError, MetricSettings
+    from ragmeter.metrics.family import check_params, declarations
 
-    settings = MetricSettings(ks=tuple(config.ks))
     check_embedder(config)
     for family in config.metrics:
         try:
-            registry.get("metrics", family)(settings)
+            declarations(family, MetricSettings.for_run(config))
         except UnknownNameError as exc:
             raise InputError(f"--metrics: {exc}; list them with `ragmeter metrics`") from None
         except MetricDeclarationError as exc:
@@ -47,6 +48,7 @@ def check_names(config: EvalConfig) -> None:
                 f"--metrics {family} ({origin}) cannot build its metrics: "
                 f"{type(exc).__name__}: {exc}"
             ) from None
+    check_params(config.metric_params, run_families(config))
     check_objectives(config)
 
 
@@ -69,15 +71,16 @@ def check_embedder(config: EvalConfig) -> None:
     )
 
 
-def metric_catalogue(config: EvalConfig) -> dict[str, tuple[str, Metric]]:
-    """Every metric the registered families declare under this config's cutoffs: name ->
+def metric_catalogue(config: EvalConfig) -> dict[str, tuple[str, MetricDeclaration]]:
+    """Every metric the registered families declare under this config's settings: name ->
     (its family, its declaration)."""
     from ragmeter.metrics.base import MetricSettings
+    from ragmeter.metrics.family import declarations
 
-    settings = MetricSettings(ks=tuple(config.ks))
-    found: dict[str, tuple[str, Metric]] = {}
+    settings = MetricSettings.for_run(config)
+    found: dict[str, tuple[str, MetricDeclaration]] = {}
     for family in registry.names("metrics"):
-        for metric in registry.get("metrics", family)(settings):
+        for metric in declarations(family, settings):
             found.setdefault(metric.name, (family, metric))
     return found
 
@@ -279,7 +282,7 @@ def check_goals(config: EvalConfig) -> None:
             _check_reachable(goal.metric, goal.op, goal.threshold, metric)
 
 
-def value_range(metric: Metric) -> tuple[float, float]:
+def value_range(metric: MetricDeclaration) -> tuple[float, float]:
     """The values a metric's aggregate can take, from its declared kind: its scale for a
     binary, proportion or score metric, zero and up for a count, duration or cost."""
     if metric.scale is not None:
@@ -287,7 +290,7 @@ def value_range(metric: Metric) -> tuple[float, float]:
     return (0.0, math.inf)
 
 
-def _check_reachable(name: str, op: str, threshold: float, metric: Metric) -> None:
+def _check_reachable(name: str, op: str, threshold: float, metric: MetricDeclaration) -> None:
     low, high = value_range(metric)
     impossible = {
         ">": threshold >= high,
@@ -318,7 +321,7 @@ def check_scoring_config(config: EvalConfig) -> None:
     """Breakdowns, goals and weights well formed, and the grounding model (``nli:PATH``)
     loadable."""
     from ragmeter.metrics.grounding.nli import check_grounding_model
-    from ragmeter.models import Scorecard
+    from ragmeter.run_record import Scorecard
     from ragmeter.scoring.breakdowns import check_field
     from ragmeter.scoring.goals import parse_goals
     from ragmeter.scoring.weighted import weighted_score

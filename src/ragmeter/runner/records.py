@@ -8,8 +8,8 @@ from typing import Any
 
 from ragmeter import __version__
 from ragmeter.config import EvalConfig, config_snapshot
-from ragmeter.models import RunRecord
 from ragmeter.redaction import redact
+from ragmeter.run_record import RunRecord
 
 
 def new_run_record(

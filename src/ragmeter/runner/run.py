@@ -35,7 +35,8 @@ from ragmeter.runner.verdicts import (
 )
 
 if TYPE_CHECKING:
-    from ragmeter.models import Case, RunRecord
+    from ragmeter.models import Case
+    from ragmeter.run_record import RunRecord
     from ragmeter.runner.executors import ProgressHook
     from ragmeter.targets import Target
 

@@ -40,7 +40,8 @@ from ragmeter.errors import RagmeterError
 from ragmeter.metrics.base import Metric, SkipScore
 from ragmeter.metrics.performance import apply_prices
 from ragmeter.metrics.performance_tally import PerformanceTally
-from ragmeter.models import Case, CaseResult, Response, RunRecord, Score
+from ragmeter.models import Case, CaseResult, Response, Score
+from ragmeter.run_record import RunRecord
 from ragmeter.runfile import RunFileWriter
 from ragmeter.runner.scoring import (
     ScoreSink,

@@ -20,11 +20,11 @@ from ragmeter.metrics import MetricSettings, resolve_metrics, score_case
 from ragmeter.metrics.base import Metric, score_response
 from ragmeter.metrics.performance import apply_prices
 from ragmeter.metrics.performance_tally import PerformanceTally
-from ragmeter.models import Case, CaseResult, Response, RunRecord, Score, Scorecard
+from ragmeter.models import Case, CaseResult, Response, Score
 from ragmeter.redaction import redact_text
-from ragmeter.run_parts import JudgeReliability
+from ragmeter.run_record import JudgeReliability, RunAggregates, RunRecord, Scorecard
 from ragmeter.runner.records import now_iso
-from ragmeter.runner.selection import goals_for, perspective_groups
+from ragmeter.runner.selection import goals_for, perspective_groups, run_families
 from ragmeter.scoring.aggregate import aggregate_columns
 from ragmeter.scoring.columns import ScoreColumns
 from ragmeter.scoring.goals import check_goals, parse_goals
@@ -61,23 +61,7 @@ def judge_for(
 
 def metric_settings(config: EvalConfig, judge: JudgeSettings | None = None) -> MetricSettings:
     """The scoring context of a run: its metric parameters and its judge (if any)."""
-    return MetricSettings(
-        ks=tuple(config.ks),
-        relevance_level=config.relevance_level,
-        ndcg_gain=config.ndcg_gain,
-        require_snippet=config.require_snippet,
-        id_space_min_overlap=config.id_space_min_overlap,
-        abstention_phrases=tuple(config.abstention_phrases),
-        embedder=config.embedder,
-        grounding_model=config.grounding_model,
-        judge=judge,
-        injection_score_key=config.injection_score_key,
-        injection_warn_threshold=config.injection_warn_threshold,
-        injection_block_threshold=config.injection_block_threshold,
-        leakage_canaries=tuple(config.leakage_canaries),
-        leakage_public_values=tuple(config.leakage_public_values),
-        verbatim_min_words=config.verbatim_min_words,
-    )
+    return MetricSettings.for_run(config, judge)
 
 
 # how a run's cases are scored: score_results here, or spread over workers (runner.executors)
@@ -233,9 +217,7 @@ def judge_spot_check(
 def run_metrics(config: EvalConfig, run_id: str) -> list[Metric]:
     """The metrics a run scores: its families (and ``judged`` with a judge), within its
     perspectives."""
-    families = list(config.metrics)
-    if config.judge:
-        families += [] if "judged" in families else ["judged"]
+    families = run_families(config)
     metrics = resolve_metrics(families, metric_settings(config, judge_for(config, run_id)))
     if config.perspectives is not None:
         wanted = perspective_groups(config.perspectives)
@@ -351,12 +333,7 @@ def finish_scoring(
     )
     note_skip_reasons(store, run_id, scorecard)
     note_fail_reasons(store, run_id, scorecard)
-    extras = RunRecord(
-        id=run_id,
-        name="",
-        created_at="",
-        config={},
-        datasets=[],
+    aggregates = RunAggregates(
         breakdowns=breakdowns,
         weighted_score=weighted_score(
             scorecard,
@@ -376,9 +353,10 @@ def finish_scoring(
             config.coverage_floor,
         ),
         performance=tally.summary(),
+        metric_declarations=[metric.declaration() for metric in metrics],
     )
     if config.judge and config.spot_check and (config.second_judge or config.spot_check_prompts):
-        extras.judge_reliability = JudgeReliability.model_validate(
+        aggregates.judge_reliability = JudgeReliability.model_validate(
             judge_spot_check(
                 config,
                 run_id,
@@ -387,16 +365,16 @@ def finish_scoring(
                 store.get_scores(run_id, unfinished=True),
             )
         )
-    if config.judge and extras.performance.cost is not None:
-        extras.performance.cost.judge = store.judge_cost(run_id)
+    if config.judge and aggregates.performance.cost is not None:
+        aggregates.performance.cost.judge = store.judge_cost(run_id)
     retrieval = [metric.name for metric in metrics if metric.group == "retrieval"][:1]
     matching = store.first_detail(run_id, retrieval, "id_space") if retrieval else None
     if matching:  # the id-space check matched by document: the scorecard says so
-        extras.performance.retrieval_matching = matching
+        aggregates.performance.retrieval_matching = matching
     if stop is not None and stop.is_set():
         raise ScoringStoppedError(run_id)
     errors = sum(tally.errors.values())
-    store.finish_run(run_id, scorecard, now_iso(), errors, extras)
+    store.finish_run(run_id, scorecard, now_iso(), errors, aggregates)
     return store.get_run(run_id)
 
 

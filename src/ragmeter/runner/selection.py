@@ -16,8 +16,8 @@ from collections import defaultdict
 
 from ragmeter.config import EvalConfig
 from ragmeter.metrics.base import PERSPECTIVES, MetricSettings, perspective_of
+from ragmeter.metrics.family import declarations
 from ragmeter.models import Case
-from ragmeter.registry import registry
 from ragmeter.scoring.goals import Goal
 
 SMOKE_SHARE = 0.15
@@ -31,6 +31,7 @@ __all__ = [
     "for_perspectives",
     "goals_for",
     "perspective_groups",
+    "run_families",
     "smoke_cases",
 ]
 
@@ -54,10 +55,17 @@ def perspective_groups(perspectives: list[str]) -> set[str]:
     return {group for name in perspectives for group in PERSPECTIVES[name]}
 
 
+def run_families(config: EvalConfig) -> list[str]:
+    """The metric families a run scores: its ``metrics`` and, with a judge, ``judged``."""
+    families = list(config.metrics)
+    if config.judge and "judged" not in families:
+        families.append("judged")
+    return families
+
+
 def family_groups(family: str, config: EvalConfig) -> set[str]:
-    """The metric groups a family produces (its declarations, built without a judge)."""
-    metrics = registry.get("metrics", family)(MetricSettings(ks=tuple(config.ks)))
-    return {metric.group for metric in metrics}
+    """The metric groups a family produces (its declarations)."""
+    return {metric.group for metric in declarations(family, MetricSettings.for_run(config))}
 
 
 def for_perspectives(config: EvalConfig) -> EvalConfig:

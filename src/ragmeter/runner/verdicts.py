@@ -11,7 +11,7 @@ from ragmeter.store.sqlite import RunStore
 
 if TYPE_CHECKING:
     from ragmeter.config import EvalConfig
-    from ragmeter.models import RunRecord
+    from ragmeter.run_record import RunRecord
     from ragmeter.runner.engine import RunOutcome
     from ragmeter.scoring.compare import Comparison
 
@@ -99,7 +99,7 @@ def keep_judged_goals(outcome: RunOutcome, record: RunRecord, store: str) -> Non
 
     run_store = RunStore(store)
     try:
-        run_store.save_extras(record)
+        run_store.save_aggregates(record.id, record.aggregates())
     finally:
         run_store.close()
     if outcome.run_file is not None:

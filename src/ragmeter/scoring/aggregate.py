@@ -10,7 +10,8 @@ import numpy as np
 import numpy.typing as npt
 
 from ragmeter.metrics.base import GROUPS, Metric
-from ragmeter.models import Case, MetricSummary, Score, Scorecard
+from ragmeter.models import Case, Score
+from ragmeter.run_record import MetricSummary, Scorecard
 from ragmeter.scoring.bootstrap import Partition, summarize
 from ragmeter.scoring.columns import ScoreColumns, detector_labels
 from ragmeter.scoring.repeats import collapse

@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ragmeter.metrics.base import Metric
-from ragmeter.models import MetricSummary
+from ragmeter.run_record import MetricSummary
 from ragmeter.scoring.blas import single_threaded_blas
 from ragmeter.scoring.roc import detector_interval, detector_value, is_roc
 from ragmeter.scoring.stats import quantile_interval

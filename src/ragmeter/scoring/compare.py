@@ -47,8 +47,8 @@ import numpy as np
 from ragmeter.config import DEFAULT_COVERAGE_FLOOR
 from ragmeter.errors import InputError
 from ragmeter.metrics.base import lowers_coverage
-from ragmeter.models import MetricSummary, RunRecord
 from ragmeter.repeat_ids import base_id, repeat_number
+from ragmeter.run_record import MetricSummary, RunRecord
 from ragmeter.runfile import RunFile
 from ragmeter.scoring.bootstrap import QUANTILES
 from ragmeter.scoring.comparison import Comparison as Comparison

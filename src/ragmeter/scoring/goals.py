@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from ragmeter.config import ConfigError
 from ragmeter.errors import InputError
-from ragmeter.models import GoalResult, Scorecard
+from ragmeter.run_record import GoalResult, Scorecard
 from ragmeter.yamlio import YamlError, load_yaml
 
 if TYPE_CHECKING:

@@ -22,7 +22,8 @@ import numpy as np
 from pydantic import AliasChoices, BaseModel, Field
 
 from ragmeter.errors import InputError
-from ragmeter.models import GoalResult, MetricSummary, RunRecord, Score
+from ragmeter.models import Score
+from ragmeter.run_record import GoalResult, MetricSummary, RunRecord
 from ragmeter.scoring.goals import holds
 from ragmeter.scoring.roc import is_roc
 from ragmeter.scoring.validity import (

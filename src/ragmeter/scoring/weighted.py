@@ -23,7 +23,7 @@ are listed as missing.
 from __future__ import annotations
 
 from ragmeter.errors import InputError
-from ragmeter.models import MetricSummary, ObjectiveScore, Scorecard, WeightedScore
+from ragmeter.run_record import MetricSummary, ObjectiveScore, Scorecard, WeightedScore
 
 DEFAULT_WEIGHTS: dict[str, float] = {
     "accuracy": 0.30,

@@ -17,19 +17,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from ragmeter.errors import StoreError
-from ragmeter.models import (
-    RUN_FILE_VERSION,
-    Case,
-    CaseResult,
-    Response,
-    RunRecord,
-    Score,
-    Scorecard,
-)
+from ragmeter.models import RUN_FILE_VERSION, Case, CaseResult, Response, Score
+from ragmeter.run_record import RunAggregates, RunRecord, Scorecard
 from ragmeter.store.errors import describe, unreadable_run
 
 # the parts of a run record stored together as ``runs.extras_json``
-EXTRAS = ("breakdowns", "weighted_score", "goals", "performance", "judge_reliability")
+EXTRAS = tuple(RunAggregates.model_fields)
 
 
 # runs -------------------------------------------------------------------------------------------
@@ -52,8 +45,12 @@ def run_row(record: RunRecord, question_count: int) -> tuple[Any, ...]:
     )
 
 
-def extras_json(extras: RunRecord | None) -> str | None:
-    return extras.model_dump_json(include=set(EXTRAS)) if extras else None
+def extras_json(aggregates: RunAggregates | None) -> str | None:
+    if aggregates is None:
+        return None
+    if isinstance(aggregates, RunRecord):  # a record holds its header too
+        aggregates = aggregates.aggregates()
+    return aggregates.model_dump_json()
 
 
 def record_from_row(row: sqlite3.Row, path: Path, lenient: bool = False) -> RunRecord:

@@ -25,7 +25,8 @@ from typing import Any, TypeVar
 from urllib.parse import quote
 
 from ragmeter.errors import StoreError
-from ragmeter.models import Case, CaseResult, RunRecord, Score, Scorecard
+from ragmeter.models import Case, CaseResult, Score
+from ragmeter.run_record import IndexStatsRecord, RunAggregates, RunRecord, Scorecard
 from ragmeter.store import rows
 from ragmeter.store.errors import HINT, RunNotFoundError, not_a_store, sqlite_error
 from ragmeter.store.lock import RunLock, holder_pid
@@ -252,11 +253,11 @@ class RunStore(RunStreams):
         scorecard: Scorecard,
         completed_at: str,
         error_count: int,
-        extras: RunRecord | None = None,
+        aggregates: RunAggregates | None = None,
     ) -> None:
-        """Mark a run completed with its scorecard; ``extras`` (a record) supplies breakdowns,
-        weighted score, goals and performance summary."""
-        extras_json = rows.extras_json(extras)
+        """Mark a run completed with its scorecard and ``aggregates`` (breakdowns, weighted
+        score, goals, performance summary, ...)."""
+        extras_json = rows.extras_json(aggregates)
         with self._errors(f"finishing run {run_id}"), self.transaction():
             self.db.execute(
                 "UPDATE runs SET status='completed', completed_at=?, scorecard_json=?,"
@@ -264,19 +265,19 @@ class RunStore(RunStreams):
                 (completed_at, scorecard.model_dump_json(), error_count, extras_json, run_id),
             )
 
-    def save_extras(self, record: RunRecord) -> None:
-        """Replace a finished run's breakdowns, weighted score, goals and performance summary
-        with ``record``'s (a verdict judged after the run, e.g. a ``non_inferior`` target)."""
-        with self._errors(f"updating run {record.id}"), self.transaction():
+    def save_aggregates(self, run_id: str, aggregates: RunAggregates) -> None:
+        """Replace a finished run's aggregates with ``aggregates`` (a verdict decided after
+        the run, e.g. a ``non_inferior`` goal's)."""
+        with self._errors(f"updating run {run_id}"), self.transaction():
             self.db.execute(
-                "UPDATE runs SET extras_json=? WHERE id=?", (rows.extras_json(record), record.id)
+                "UPDATE runs SET extras_json=? WHERE id=?", (rows.extras_json(aggregates), run_id)
             )
 
-    def save_index_stats(self, run_id: str, stats: dict[str, Any]) -> None:
+    def save_index_stats(self, run_id: str, stats: IndexStatsRecord) -> None:
         """Store the target's index statistics with the run (``targets/index_stats.py``)."""
         with self._errors(f"storing the index stats of run {run_id}"), self.transaction():
             self.db.execute(
-                "UPDATE runs SET index_stats_json=? WHERE id=?", (json.dumps(stats), run_id)
+                "UPDATE runs SET index_stats_json=? WHERE id=?", (stats.model_dump_json(), run_id)
             )
 
     def mark_interrupted(self, run_id: str) -> None:

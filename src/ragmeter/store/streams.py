@@ -14,7 +14,8 @@ from itertools import takewhile
 from pathlib import Path
 from typing import Any
 
-from ragmeter.models import Case, CaseResult, RunRecord, Score
+from ragmeter.models import Case, CaseResult, Score
+from ragmeter.run_record import RunRecord
 from ragmeter.store import rows
 
 # cases a batch holds when nothing else is said: big enough that per-batch costs vanish, small

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ragmeter.models import RunRecord
 from ragmeter.reports.html.format import esc, number
+from ragmeter.run_record import RunRecord
 from ragmeter.web.html import (
     case_url,
     cell,

@@ -18,9 +18,10 @@ from urllib.parse import quote
 
 from ragmeter.errors import StoreError
 from ragmeter.metrics.base import lowers_coverage
-from ragmeter.models import Case, CaseResult, MetricSummary, RunRecord, Score
+from ragmeter.models import Case, CaseResult, Score
 from ragmeter.repeat_ids import base_id
 from ragmeter.reports.case_details import is_low
+from ragmeter.run_record import MetricSummary, RunRecord
 from ragmeter.store import rows
 from ragmeter.store.lock import holder_pid
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ragmeter.models import RunRecord
 from ragmeter.reports.html.compare import one_sided
 from ragmeter.reports.html.format import (
     CORRECTIONS,
@@ -17,6 +16,7 @@ from ragmeter.reports.html.format import (
     number,
     p_text,
 )
+from ragmeter.run_record import RunRecord
 from ragmeter.scoring.compare import Comparison, MetricComparison
 from ragmeter.scoring.pareto import ParetoPoint
 from ragmeter.web.charts import pareto_chart

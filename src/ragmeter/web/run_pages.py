@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ragmeter.models import MetricSummary, RunRecord
 from ragmeter.reports.console import format_value, goal_value
 from ragmeter.reports.html.format import esc, metric_interval, number
 from ragmeter.reports.perspectives import by_perspective, headline_metrics
+from ragmeter.run_record import MetricSummary, RunRecord
 from ragmeter.web.charts import latency_histogram
 from ragmeter.web.html import (
     Header,

@@ -11,10 +11,11 @@ from ragmeter.config import DEFAULT_ALPHA, DEFAULT_COVERAGE_FLOOR, DEFAULT_MARGI
 from ragmeter.metrics.base import PERSPECTIVES
 from ragmeter.metrics.passages import all_passages, case_level, ranked_chunks
 from ragmeter.metrics.retrieval import matches
-from ragmeter.models import RUN_FILE_VERSION, Case, CaseResult, MetricSummary, RunRecord, Score
+from ragmeter.models import RUN_FILE_VERSION, Case, CaseResult, Score
 from ragmeter.redaction import masked, redact_text
 from ragmeter.reports.pareto import pareto_points
 from ragmeter.reports.perspectives import by_perspective
+from ragmeter.run_record import MetricSummary, RunRecord
 from ragmeter.scoring.compare import RunScores, compare_runs
 from ragmeter.web.charts import histogram_bins
 from ragmeter.web.db import NotFound, Page, ReadOnlyStore

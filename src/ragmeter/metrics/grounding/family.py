@@ -7,6 +7,7 @@ from ragmeter.config import NLI_PREFIX
 from ragmeter.metrics.abstention import refusal_rule, skip_refusal
 from ragmeter.metrics.base import Metric, MetricOutput, MetricSettings, SkipScore
 from ragmeter.metrics.claims import extract_claims
+from ragmeter.metrics.family import MetricFamily, setting
 from ragmeter.metrics.grounding.alignment import (
     Aligner,
     Alignment,
@@ -382,3 +383,14 @@ def grounding_metrics(
             kind="score",
         ),
     ]
+
+
+grounding_family = MetricFamily(
+    grounding_metrics,
+    params=(
+        setting("grounding_model", "how claims are aligned: auto, lexical or nli:MODEL"),
+        setting("embedder", "the embedder of the claim-to-sentence cosine"),
+        setting("abstention_phrases", "phrases that mark a refusal, which has no claims"),
+    ),
+    description="is each claim of the answer supported by the retrieved chunks",
+)

@@ -12,6 +12,7 @@ is the ``retrieval`` family's (``IdSpace``). The family factory is
 from __future__ import annotations
 
 from ragmeter.metrics.base import Metric, MetricSettings
+from ragmeter.metrics.family import MetricFamily, setting
 
 from .core import Measure
 
@@ -58,3 +59,19 @@ def trec_metrics(settings: MetricSettings) -> list[Metric]:
         )
         for name, measure, description in CASE_MEASURES
     ]
+
+
+trec_family = MetricFamily(
+    trec_metrics,
+    params=(
+        setting("relevance_level", "the lowest gold grade that counts as relevant"),
+        setting(
+            "require_snippet",
+            "a gold passage with a snippet counts only when a retrieved chunk holds it",
+        ),
+        setting(
+            "id_space_min_overlap", "the share of retrieved ids that must fall in the gold id space"
+        ),
+    ),
+    description="trec_eval's measures of one case's ranking (the `ragmeter trec` definitions)",
+)

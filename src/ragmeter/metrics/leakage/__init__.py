@@ -29,6 +29,7 @@ from functools import partial
 from typing import Any
 
 from ragmeter.metrics.base import Metric, MetricOutput, MetricSettings, SkipScore
+from ragmeter.metrics.family import MetricFamily, setting
 from ragmeter.metrics.leakage.canary import canary_spans
 from ragmeter.metrics.leakage.context import MIN_RUN_WORDS, chunk_ids, copying, metadata_spans
 from ragmeter.metrics.leakage.pii import pii_spans
@@ -326,3 +327,14 @@ def leakage_metrics(settings: MetricSettings) -> list[Metric]:
         ),
     ]
     return metrics
+
+
+leakage_family = MetricFamily(
+    leakage_metrics,
+    params=(
+        setting("leakage_canaries", "canary strings no answer may contain"),
+        setting("leakage_public_values", "values published on purpose, never a leak"),
+        setting("verbatim_min_words", "words of a copied run that count as a verbatim copy"),
+    ),
+    description="secrets, personal data and verbatim copies in the answer",
+)

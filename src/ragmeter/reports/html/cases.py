@@ -22,12 +22,13 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ragmeter.models import Case, CaseResult, MetricSummary, Response, RunRecord, Score
+from ragmeter.models import Case, CaseResult, Response, Score
 from ragmeter.redaction import redact_text
 from ragmeter.reports.case_details import is_low
 from ragmeter.reports.detail_lines import detail_lines, useful_details
 from ragmeter.reports.html.format import esc
 from ragmeter.reports.terminal import strip_unsafe
+from ragmeter.run_record import MetricSummary, RunRecord
 
 __all__ = ["CaseData", "case_data", "case_table", "chunk_limit", "clean"]
 

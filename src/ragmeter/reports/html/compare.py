@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ragmeter import __version__
-from ragmeter.models import Case, CaseResult, RunRecord
+from ragmeter.models import Case, CaseResult
 from ragmeter.reports.html.cases import clean
 from ragmeter.reports.html.format import (
     CORRECTIONS,
@@ -25,6 +25,7 @@ from ragmeter.reports.html.page import page
 from ragmeter.reports.html.run import describe_target
 from ragmeter.reports.html.svg import delta_bar, pareto_chart
 from ragmeter.reports.pareto import pareto_points
+from ragmeter.run_record import RunRecord
 from ragmeter.scoring.compare import Comparison, MetricComparison
 from ragmeter.scoring.pareto import ParetoPoint
 

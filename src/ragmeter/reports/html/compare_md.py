@@ -4,7 +4,6 @@ runs is made inert with :func:`ragmeter.reports.markdown.md_text`."""
 
 from __future__ import annotations
 
-from ragmeter.models import RunRecord
 from ragmeter.reports.html.format import (
     CORRECTIONS,
     change,
@@ -16,6 +15,7 @@ from ragmeter.reports.html.format import (
     p_text,
 )
 from ragmeter.reports.markdown import md_text
+from ragmeter.run_record import RunRecord
 from ragmeter.scoring.compare import Comparison
 
 __all__ = ["render_comparison_markdown"]

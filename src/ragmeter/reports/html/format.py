@@ -13,9 +13,9 @@ import html
 import math
 from typing import TypeGuard
 
-from ragmeter.models import MetricSummary
 from ragmeter.reports.console import format_value
 from ragmeter.reports.terminal import strip_unsafe
+from ragmeter.run_record import MetricSummary
 from ragmeter.scoring.compare import Comparison, MetricComparison
 
 __all__ = [

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ragmeter import __version__
-from ragmeter.models import Case, CaseResult, GoalResult, MetricSummary, RunRecord, Score
+from ragmeter.models import Case, CaseResult, Score
 from ragmeter.redaction import redact_text, redact_url
 from ragmeter.reports.console import format_value, goal_value, under_coverage
 from ragmeter.reports.failures import failure_summary
@@ -18,7 +18,7 @@ from ragmeter.reports.html.format import esc, is_finite, metric_interval
 from ragmeter.reports.html.page import page
 from ragmeter.reports.html.svg import histogram, interval_bar
 from ragmeter.reports.perspectives import by_perspective, goal_perspective, headline_metrics
-from ragmeter.run_parts import Performance
+from ragmeter.run_record import GoalResult, MetricSummary, Performance, RunRecord
 from ragmeter.scoring.goals import goal_condition
 
 __all__ = [
