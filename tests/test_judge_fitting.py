@@ -95,7 +95,7 @@ def test_prompt_too_long_without_evidence_is_not_sent() -> None:
     judge = WindowJudge(window=300)
     with pytest.raises(JudgeFailure) as caught:
         ask_grounded(judge, [FILLER], "word " * 400)
-    assert caught.value.kind == "too_long" and judge.sent == []
+    assert caught.value.error_type == "too_long" and judge.sent == []
 
 
 def relevancy_reply() -> Reply:
@@ -148,7 +148,7 @@ def test_context_length_reply_is_typed(judge_servers: Any) -> None:
 
     with pytest.raises(JudgeError) as caught:
         asyncio.run(go())
-    assert caught.value.kind == "context_length"
+    assert caught.value.error_type == "context_length"
 
 
 def gguf_file(path: Path, **ints: int) -> Path:

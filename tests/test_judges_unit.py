@@ -248,7 +248,7 @@ def test_timeout_is_retried_then_reported(serve: Any) -> None:
     )
     with pytest.raises(JudgeFailure) as info:
         ask_relevancy(JudgeSession(judge))
-    assert info.value.kind == "error" and "timeout" in str(info.value)
+    assert info.value.error_type == "error" and "timeout" in str(info.value)
     assert len(server.requests) == 2  # one retry
 
 
@@ -294,7 +294,7 @@ def test_anthropic_tool_output_usage_and_truncation(
     assert server.headers[0]["x-api-key"] == "test-key"
     with pytest.raises(JudgeFailure) as info:
         ask_relevancy(JudgeSession(AnthropicJudge("claude-x", base_url=server.url)))
-    assert info.value.kind == "truncated"
+    assert info.value.error_type == "truncated"
 
 
 def test_build_judge_specs() -> None:
@@ -321,7 +321,7 @@ def test_invalid_after_repair_fails_with_raw_output(serve: Any) -> None:
     server = serve(lambda body: completion("the answer seems fine to me"))
     with pytest.raises(JudgeFailure) as info:
         ask_relevancy(session_for(server.url))
-    assert info.value.kind == "invalid" and len(server.requests) == 2
+    assert info.value.error_type == "invalid" and len(server.requests) == 2
     assert info.value.details["judge_raw_output"] == "the answer seems fine to me"
 
 
@@ -338,7 +338,7 @@ def test_truncation_and_refusals_are_reported(serve: Any) -> None:
     for _ in range(3):
         with pytest.raises(JudgeFailure) as info:
             ask_relevancy(session_for(server.url))
-        kinds.append(info.value.kind)
+        kinds.append(info.value.error_type)
     assert kinds == ["truncated", "refused", "refused"]
     assert len(server.requests) == 3  # no repair for truncation or refusal
 

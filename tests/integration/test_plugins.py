@@ -29,18 +29,34 @@ from ragmeter.errors import JudgeConfigError
 from ragmeter.judges.base import JudgeReply
 from ragmeter.judges.providers import JudgeProviderSpec
 from ragmeter.metrics.base import Metric, MetricSettings
+from ragmeter.metrics.family import MetricFamily, MetricParam
 from ragmeter.models import Case, Response
 from ragmeter.config import TargetConfig
 
 CALLS_FILE = __file__ + ".calls"
 
 
-def answer_length(settings: MetricSettings) -> list[Metric]:
+def answer_lengths(settings: MetricSettings) -> list[Metric]:
+    long_from = settings.option("long_from", 500)
+
     def chars(case: Case, response: Response) -> float:
         return float(len(response.answer))
 
-    return [Metric("answer_chars", "generation", chars, kind="count",
-                   description="characters in the answer")]
+    def long(case: Case, response: Response) -> float:
+        return float(len(response.answer) >= long_from)
+
+    return [
+        Metric("answer_chars", "generation", chars, kind="count",
+               description="characters in the answer"),
+        Metric("long_answer", "generation", long, kind="binary",
+               description="the answer has at least long_from characters"),
+    ]
+
+
+answer_length = MetricFamily(
+    answer_lengths,
+    params=(MetricParam("long_from", "characters from which an answer is long", default=500),),
+)
 
 
 class SteadyJudge:
@@ -162,11 +178,25 @@ def test_plugins_are_listed_and_used_by_eval(site: Path, tmp_path: Path) -> None
     assert datasets.returncode == 0, datasets.stderr
     row = next(line for line in datasets.stdout.splitlines() if " tiny " in line)
     assert "plugin: ragmeter-tiny-plugin" in row and "tiny:ARGUMENT" in row
+    # the reference tables of this installation document the plugin's entries
+    tables = ragmeter(site, tmp_path, "plugins", "--markdown")
+    assert tables.returncode == 0, tables.stderr
+    for row in (
+        "| `answer_length` | `long_answer` | generation | binary | higher | - | "
+        "ragmeter-tiny-plugin |",
+        "| `answer_length` | `long_from` | `500` | its own option | characters from which an "
+        "answer is long |",
+        "| `steady` | ragmeter-tiny-plugin |",
+        "| `tiny` | ragmeter-tiny-plugin |",
+        "| `echo` | ragmeter-tiny-plugin |",
+        "| `exact_match` |",  # the built-in ones too
+    ):
+        assert row in tables.stdout, row
 
     run = ragmeter(
         site, tmp_path, "eval", "--no-progress", "--dataset", "tiny:v1", "--target", "reference",
         "--metrics", "lexical,answer_length", "--judge", "steady:m1",
-        "--output-dir", str(tmp_path / "out"),
+        "-P", "answer_length.long_from=5", "--output-dir", str(tmp_path / "out"),
     )  # fmt: skip
     assert run.returncode == 0, run.stderr + run.stdout
     run_file = json.loads(next((tmp_path / "out").glob("*.json")).read_text())
@@ -175,6 +205,8 @@ def test_plugins_are_listed_and_used_by_eval(site: Path, tmp_path: Path) -> None
     for case in run_file["cases"]:
         assert isinstance(case["scores"]["answer_chars"], float)
         assert case["scores"]["answer_chars"] > 0
+        long = case["scores"]["answer_chars"] >= 5  # -P answer_length.long_from=5
+        assert case["scores"]["long_answer"] == float(long)
         assert case["scores"]["correctness"] == 4.0  # the plugin judge's verdict
     summary = {m["name"]: m for m in run_file["scorecard"]["metrics"]}
     assert summary["answer_chars"]["kind"] == "count"

@@ -13,13 +13,25 @@ from ragmeter.reports.terminal import inert
 
 @main.command("plugins")
 @shared("json")
-def plugins_command(as_json: bool) -> None:
+@click.option(
+    "--markdown",
+    "as_markdown",
+    is_flag=True,
+    help="Print the reference tables (metrics, family parameters, target types, judge "
+    "providers, embedders, dataset loaders) as Markdown, plugins included.",
+)
+def plugins_command(as_json: bool, as_markdown: bool) -> None:
     """List what the registry holds for each extension point (metric families, target types,
     judge providers, ...) with each entry's origin; metric families with each metric's group
     and kind."""
     from ragmeter.registry import registry
     from ragmeter.reports.plugins import plugin_listing, plugins_tables
 
+    if as_markdown:
+        from ragmeter.reports.doc_tables import registry_markdown
+
+        click.echo(registry_markdown(registry), nl=False)
+        return
     listing = plugin_listing(registry)
     if as_json:
         click.echo(json.dumps({**listing, "ignored": registry.shadowed}, indent=2))

@@ -270,9 +270,11 @@ class Generator:
                 check=lambda value: check_reply(attempt.category, value, texts),
             )
         except JudgeFailure as exc:
-            reason = MALFORMED if exc.kind in ("invalid", "truncated", "refused") else JUDGE_ERROR
+            reason = (
+                MALFORMED if exc.error_type in ("invalid", "truncated", "refused") else JUDGE_ERROR
+            )
             self._stop_on(exc)
-            self._reject(attempt, reason, f"generation {exc.kind}: {exc.message}", None)
+            self._reject(attempt, reason, f"generation {exc.error_type}: {exc.message}", None)
         except BudgetReachedError as exc:
             self._stop_on(exc)
             self._reject(attempt, JUDGE_ERROR, str(exc), None)
@@ -307,11 +309,11 @@ class Generator:
         except JudgeFailure as exc:
             reason = (
                 VALIDATION_MALFORMED
-                if exc.kind in ("invalid", "truncated", "refused")
+                if exc.error_type in ("invalid", "truncated", "refused")
                 else JUDGE_ERROR
             )
             self._stop_on(exc)
-            self._reject(attempt, reason, f"validation {exc.kind}: {exc.message}", question)
+            self._reject(attempt, reason, f"validation {exc.error_type}: {exc.message}", question)
             return None
         except BudgetReachedError as exc:
             self._stop_on(exc)

@@ -163,7 +163,7 @@ async def preflight_judge(
 ) -> dict[str, Any]:
     """Check ``spec`` before the first question with its provider's own check
     (``JudgeProviderSpec.check``; ``judges.preflight`` holds the built-in ones); return a small
-    redacted snapshot of the judge (kind, model, base URL without credentials, key variable,
+    redacted snapshot of the judge (provider, model, base URL without credentials, key variable,
     what authorization is sent).
 
     Raises :class:`JudgeConfigError` saying what to do when the spec has no known form, or its

@@ -65,17 +65,19 @@ class JudgeReply:
 
 
 class JudgeError(RagmeterError):
-    """A judge call that produced no reply: ``kind`` is timeout, rate_limited, http_4xx,
+    """A judge call that produced no reply: ``error_type`` is timeout, rate_limited, http_4xx,
     http_5xx, context_length (a 400 saying the prompt exceeds the model's context),
     connection_error, invalid_response, config or server. The message is redacted; ``raw``
     keeps the server's reply body as it came (None when there was none)."""
 
-    def __init__(self, kind: str, message: str, attempts: int = 1, raw: str | None = None) -> None:
-        self.kind = kind
+    def __init__(
+        self, error_type: str, message: str, attempts: int = 1, raw: str | None = None
+    ) -> None:
+        self.error_type = error_type
         self.message = valid_text(redact_text(message))
         self.attempts = attempts
         self.raw = None if raw is None else valid_text(raw)
-        super().__init__(f"{kind}: {self.message}")
+        super().__init__(f"{error_type}: {self.message}")
 
 
 def split_credentials(url: str) -> tuple[str, str | None]:
@@ -192,11 +194,14 @@ class RetryingPoster:
                     continue
                 status = reply.status_code
                 limited = status in rate_limit_statuses
-                kind = "rate_limited" if limited else f"http_{status // 100}xx"
+                error_type = "rate_limited" if limited else f"http_{status // 100}xx"
                 if status == 400 and CONTEXT_WORDS.search(reply.text):
-                    kind = "context_length"  # the prompt did not fit the model's context
+                    error_type = "context_length"  # the prompt did not fit the model's context
                 error = JudgeError(
-                    kind, f"HTTP {status} from {url}: {reply.text[:300]}", attempts, reply.text
+                    error_type,
+                    f"HTTP {status} from {url}: {reply.text[:300]}",
+                    attempts,
+                    reply.text,
                 )
                 if status < 500 and not limited:
                     raise error

@@ -126,10 +126,10 @@ def gguf_info(path: Path) -> dict[str, Any]:
         def string() -> str:
             return str(handle.read(read("Q")).decode("utf-8", "replace"))
 
-        def value(kind: int) -> Any:
-            if kind == 8:
+        def value(value_type: int) -> Any:
+            if value_type == 8:
                 return string()
-            if kind == 9:
+            if value_type == 9:
                 item, count = read("I"), read("Q")
                 if item in _GGUF_SCALARS:  # skipped, not read: tokenizer arrays are large
                     handle.seek(count * struct.calcsize("<" + _GGUF_SCALARS[item]), 1)
@@ -137,15 +137,15 @@ def gguf_info(path: Path) -> dict[str, Any]:
                     for _ in range(count):
                         value(item)
                 return None
-            return read(_GGUF_SCALARS[kind])
+            return read(_GGUF_SCALARS[value_type])
 
         try:
             if handle.read(4) != b"GGUF" or read("I") not in (2, 3):
                 return {}
             read("Q")  # tensors
             for _ in range(read("Q")):
-                key, kind = string(), read("I")
-                got = value(kind)
+                key, value_type = string(), read("I")
+                got = value(value_type)
                 if key == "general.architecture":
                     info["architecture"] = got
                 elif "." in key and key.split(".", 1)[1] in _GGUF_WANTED:

@@ -38,28 +38,33 @@ _REFUSAL = re.compile(
 )
 RAW_KEEP = 2000  # characters of raw output kept in a failure's details
 GIVE_UP_AFTER = 3  # calls in a row lost to timeouts / connection errors before giving up
-DOWN_KINDS = frozenset({"timeout", "connection_error"})
+DOWN_ERROR_TYPES = frozenset({"timeout", "connection_error"})
 
 
 class JudgeFailure(RagmeterError):
-    """A judge verdict that could not be had: ``kind`` is invalid, truncated, refused, error or
-    too_long (the prompt does not fit the judge's context even without evidence; not sent).
+    """A judge verdict that could not be had: ``error_type`` is invalid, truncated, refused,
+    error or too_long (the prompt does not fit the judge's context even without evidence; not
+    sent).
     The message is redacted; ``raw`` keeps the judge's output as it came (``details`` carries a
     redacted copy of its start, for the store)."""
 
     def __init__(
-        self, kind: str, message: str, raw: str | None = None, calls: list[int] | None = None
+        self,
+        error_type: str,
+        message: str,
+        raw: str | None = None,
+        calls: list[int] | None = None,
     ) -> None:
         self.message = redact_text(message)
-        super().__init__(f"judge {kind}: {self.message}")
-        self.kind = kind
+        super().__init__(f"judge {error_type}: {self.message}")
+        self.error_type = error_type
         self.raw = raw
         self.calls = calls or []
         self.evidence: str | None = None  # how the evidence was trimmed, when it was
 
     @property
     def details(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"judge_failure": self.kind, "judge_calls": self.calls}
+        out: dict[str, Any] = {"judge_failure": self.error_type, "judge_calls": self.calls}
         if self.evidence:
             out["evidence_trimmed"] = self.evidence
         if self.raw is not None:
@@ -334,7 +339,7 @@ class JudgeSession:
             try:
                 reply = await self.judge.complete(messages, schema, max_tokens)
             except JudgeError as exc:
-                if exc.kind in DOWN_KINDS:
+                if exc.error_type in DOWN_ERROR_TYPES:
                     self.lost_in_a_row += 1
                     self._last_loss = str(exc)
                 record.status, record.error = "error", str(exc)

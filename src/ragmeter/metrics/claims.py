@@ -221,10 +221,10 @@ def strip_hedge(sentence: str) -> tuple[str, bool]:
 
 def classify_claim(sentence: str) -> tuple[ClaimType, str | None]:
     """(claim type, indicator) by the seed-003 indicators; an unmarked claim is an assertion."""
-    for kind, pattern in (("general", _GENERAL), ("inference", _INFERENCE)):
+    for claim_type, pattern in (("general", _GENERAL), ("inference", _INFERENCE)):
         match = pattern.search(sentence)
         if match:
-            return kind, match.group(1).lower()  # type: ignore[return-value]
+            return claim_type, match.group(1).lower()  # type: ignore[return-value]
     match = _ASSERTION.search(sentence)
     return "assertion", match.group(1).lower() if match else None
 

@@ -63,8 +63,8 @@ class MetricParam:
                 )
                 result = getattr(checked, self.setting)
             else:
-                kind: Any = type(self.default) if self.default is not None else Any
-                result = TypeAdapter(kind).validate_python(value, strict=kind is bool)
+                value_type: Any = type(self.default) if self.default is not None else Any
+                result = TypeAdapter(value_type).validate_python(value, strict=value_type is bool)
         except ValidationError as exc:
             problem = "; ".join(error["msg"] for error in exc.errors())
             raise MetricParamError(f"{given!r} is not a valid {self.name}: {problem}") from None

@@ -10,10 +10,13 @@ import json
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
+
+if TYPE_CHECKING:
+    from ragmeter.registry import ExtensionPoint, Registry
 
 MARKER = re.compile(
     r"(<!-- generated: (?P<name>[a-z_]+) -->\n)(?P<body>.*?)(<!-- end generated -->)", re.S
@@ -66,47 +69,90 @@ def datasets_table() -> str:
     return "\n".join(lines) + "\n"
 
 
-def metrics_table() -> str:
-    """Every metric of the built-in families, with its group, kind and direction."""
+def metrics_table(registry: Registry | None = None, built_in: bool | None = True) -> str:
+    """Every metric of the families (``built_in``: ragmeter's own, False: the plugins', None:
+    all), with its group, kind, direction and inputs; with the origin when plugins are in."""
     from ragmeter.metrics.family import declarations
-    from ragmeter.registry import registry
 
+    registry = _registry(registry)
+    origin = built_in is not True
     lines = [
-        "| family | metric | group | kind | better | needs |",
-        "|---|---|---|---|---|---|",
+        "| family | metric | group | kind | better | needs |" + (" origin |" if origin else ""),
+        "|---|---|---|---|---|---|" + ("---|" if origin else ""),
     ]
-    for family in registry.names("metrics", built_in=True):
-        for metric in declarations(family):
+    for family in registry.names("metrics", built_in=built_in):
+        where = f" {_cell(registry.origin('metrics', family))} |" if origin else ""
+        for metric in declarations(family, registry=registry):
             better = "higher" if metric.higher_is_better else "lower"
             needs = ", ".join(metric.requires) or "-"
+            cells = (metric.group, metric.kind, better, needs)
             lines.append(
-                f"| `{family}` | `{metric.name}` | {metric.group} | {metric.kind} | {better} "
-                f"| {needs} |"
+                f"| `{family}` | `{_cell(metric.name)}` | "
+                + " | ".join(_cell(c) for c in cells)
+                + f" |{where}"
             )
     return "\n".join(lines) + "\n"
 
 
-def metric_params_table() -> str:
-    """Every parameter of the built-in families (``-P FAMILY.PARAM=VALUE``)."""
-    from ragmeter.registry import registry
+def metric_params_table(registry: Registry | None = None, built_in: bool | None = True) -> str:
+    """Every parameter of the families (``-P FAMILY.PARAM=VALUE``; ``built_in`` as for
+    :func:`metrics_table`)."""
     from ragmeter.reports.plugins import plugin_listing
 
+    registry = _registry(registry)
     lines = [
         "| family | parameter | default | sets | what it is |",
         "|---|---|---|---|---|",
     ]
-    built_in = set(registry.names("metrics", built_in=True))
+    chosen = set(registry.names("metrics", built_in=built_in))
     for family in plugin_listing(registry)["metrics"]:
-        if family["name"] not in built_in:
+        if family["name"] not in chosen:
             continue
         for param in family.get("params", []):
             cells = (f"`{json.dumps(param['default'])}`", param["sets"], param["help"])
             lines.append(
-                f"| `{family['name']}` | `{param['name']}` | "
+                f"| `{_cell(family['name'])}` | `{_cell(param['name'])}` | "
                 + " | ".join(_cell(c) for c in cells)
                 + " |"
             )
     return "\n".join(lines) + "\n"
+
+
+def entries_table(point: ExtensionPoint, registry: Registry | None = None) -> str:
+    """Every entry of an extension point with its origin (built-in or the distribution)."""
+    registry = _registry(registry)
+    lines = ["| name | origin |", "|---|---|"]
+    for name in registry.names(point):
+        lines.append(f"| `{_cell(name)}` | {_cell(registry.origin(point, name))} |")
+    return "\n".join(lines) + "\n"
+
+
+def registry_markdown(registry: Registry | None = None) -> str:
+    """The generated tables for what this installation holds, plugins included
+    (``ragmeter plugins --markdown``): metrics, family parameters and every other extension
+    point's entries."""
+    parts = [
+        "## Metrics\n\n" + metrics_table(registry, built_in=None),
+        "## Metric family parameters (-P FAMILY.PARAM=VALUE)\n\n"
+        + metric_params_table(registry, built_in=None),
+    ]
+    titles: dict[ExtensionPoint, str] = {
+        "targets": "Target types (--target NAME[:ARGUMENT])",
+        "judges": "Judge providers (--judge NAME:MODEL)",
+        "embedders": "Embedders (embedder: NAME[:ARGUMENT])",
+        "loaders": "Dataset loaders (--dataset NAME:ARGUMENT)",
+    }
+    for point, title in titles.items():
+        parts.append(f"## {title}\n\n" + entries_table(point, registry))
+    return "\n".join(parts)
+
+
+def _registry(registry: Registry | None) -> Registry:
+    if registry is None:
+        from ragmeter.registry import registry as ragmeters_own
+
+        return ragmeters_own
+    return registry
 
 
 TABLES: dict[str, Callable[[], str]] = {

@@ -95,11 +95,11 @@ def failure_summary(record: RunRecord, headline: list[str] | None = None) -> Fai
     examples = record.performance.error_examples
     errors = [
         ErrorGroup(
-            str(kind),
+            str(error_type),
             int(count),
-            example_message(str(examples[kind])) if examples.get(kind) else None,
+            example_message(str(examples[error_type])) if examples.get(error_type) else None,
         )
-        for kind, count in sorted(counts.items(), key=lambda item: (-int(item[1]), item[0]))
+        for error_type, count in sorted(counts.items(), key=lambda item: (-int(item[1]), item[0]))
         if int(count) > 0
     ]
     failed = max(record.error_count, sum(group.count for group in errors))

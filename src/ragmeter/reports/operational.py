@@ -44,10 +44,10 @@ def doc_type_table(coverage: dict[str, dict[str, Any]]) -> Table | None:
     table.add_column("type", overflow="fold")
     for column in ("cases", "errors", "empty", "gold retrieved"):
         table.add_column(column, justify="right", no_wrap=True)
-    for kind, row in coverage.items():
+    for doc_type, row in coverage.items():
         rate = row.get("gold_retrieved_rate")
         table.add_row(
-            inert(kind),
+            inert(doc_type),
             str(row.get("cases", 0)),
             str(row.get("errors", 0)),
             str(row.get("empty", 0)),

@@ -101,9 +101,9 @@ def check_objectives(config: EvalConfig) -> None:
     known = list(metric_catalogue(config))
     for objective, feeds in config.objectives.items():
         for feed in feeds:
-            kind, sep, name = feed.partition(":")
+            prefix, sep, name = feed.partition(":")
             where = f"objectives: {objective}"
-            if sep and kind == "group":
+            if sep and prefix == "group":
                 if name not in GROUPS:
                     raise InputError(
                         f"{where}: no metric group {name!r} in {feed!r}; groups: "

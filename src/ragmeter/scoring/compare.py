@@ -233,7 +233,7 @@ def compare_metric(
         candidate=c_value,
         delta=c_value - b_value if b_value is not None and c_value is not None else None,
         n_paired=len(shared),
-        kind="none",
+        paired_as="none",
         test="none",
         gated=gated,
         coverage=round(len(shared) / (len(shared) + len(missed)), 6) if shared or missed else None,
@@ -257,7 +257,7 @@ def compare_metric(
     # a binary metric goes to McNemar only while its per-case values are 0 or 1: with repeats
     # a case's mean can be 2/3, and McNemar would drop every case that moved part of the way
     if declared in ("binary", None) and _is_binary(a, b):
-        row.kind, row.test = "binary", "mcnemar_exact"
+        row.paired_as, row.test = "binary", "mcnemar_exact"
         # a pass is 1 where higher is better, 0 where lower is (error_rate: 0 is no error)
         good = 1.0 if summary.higher_is_better else 0.0
         flips = list(zip(shared, a, b, strict=True))
@@ -266,7 +266,7 @@ def compare_metric(
         row.p_value = mcnemar_exact(len(row.pass_to_fail), len(row.fail_to_pass))
         row.effect_size = row.mean_diff
     else:
-        row.kind, row.test = "continuous", "sign_flip_permutation"
+        row.paired_as, row.test = "continuous", "sign_flip_permutation"
         row.p_value = sign_flip_test(diffs, resamples, seed)
         row.effect_size = cohens_dz(diffs)
     kind, scale = summary.value_kind(), summary.value_scale()
@@ -311,7 +311,7 @@ def _compare_quantile(
     q = QUANTILES[summary.aggregation] * 100.0
     row.mean_diff, interval, row.p_value = paired_quantile_difference(a, b, q, resamples, seed)
     row.ci_low, row.ci_high = interval if interval else (None, None)
-    row.kind, row.test = "continuous", "paired_quantile_bootstrap"
+    row.paired_as, row.test = "continuous", "paired_quantile_bootstrap"
     row.effect_size = None  # d_z is a mean's; the difference itself is shown
     row.mde_basis = "run-level statistic"
     row.margin_needed = margin * abs(float(np.percentile(a, q)))
@@ -349,7 +349,7 @@ def _compare_detector(
         return row
     row.mean_diff, interval, row.p_value = result
     row.ci_low, row.ci_high = interval if interval else (None, None)
-    row.kind, row.test = "continuous", "paired_stratified_bootstrap"
+    row.paired_as, row.test = "continuous", "paired_stratified_bootstrap"
     row.effect_size = row.mean_diff
     row.mde_basis = "run-level statistic"
     scale = summary.value_scale() or (0.0, 1.0)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import AliasChoices, BaseModel, Field
 
 from ragmeter.config import DEFAULT_COVERAGE_FLOOR
 from ragmeter.scoring.power import DEFAULT_POWER, Correction
@@ -24,7 +24,11 @@ class MetricComparison(BaseModel):
     candidate: float | None
     delta: float | None
     n_paired: int
-    kind: Literal["binary", "continuous", "none"]
+    # how the paired values were tested: as binary outcomes, as continuous values, or not at
+    # all; "kind" in a comparison written before the name changed
+    paired_as: Literal["binary", "continuous", "none"] = Field(
+        validation_alias=AliasChoices("paired_as", "kind")
+    )
     test: str
     mean_diff: float | None = None
     total_diff: float | None = None  # a sum's change over the shared cases (sums only)

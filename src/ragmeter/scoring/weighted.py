@@ -78,8 +78,8 @@ def _feeds(
     for objective, feeds in objectives.items():
         names: list[str] = []
         for feed in feeds:
-            kind, _, name = feed.partition(":")
-            if name and kind == "group":
+            prefix, _, name = feed.partition(":")
+            if name and prefix == "group":
                 names += [n for n in scorecard.by_group.get(name, []) if n not in explicit]
             elif name:
                 raise InputError(

@@ -97,8 +97,8 @@ def derived(stats: IndexStats) -> dict[str, Any]:
     if attempted is None and stats.chunks is not None and total_skipped is not None:
         attempted = stats.chunks + total_skipped
     by_type = {
-        kind: _rate(row.without_chunks, row.documents)
-        for kind, row in (stats.documents_by_type or {}).items()
+        doc_type: _rate(row.without_chunks, row.documents)
+        for doc_type, row in (stats.documents_by_type or {}).items()
     }
     return {
         "no_chunks_rate": _rate(stats.documents_without_chunks, stats.documents),

@@ -341,13 +341,13 @@ _LOAD_LOCK = threading.Lock()
 def load_scorer(spec: str) -> NliScorer:
     """The scorer of ``nli:PATH``, loaded once per process (again if its files change)."""
     folder = model_folder(spec)
-    kind = model_format(folder)
+    form = model_format(folder)
     stamp = max(p.stat().st_mtime_ns for p in folder.iterdir())
     key = (str(folder.resolve()), stamp)
     with _LOAD_LOCK:
         if key not in _LOADED:
             scorer: NliScorer = (
-                OnnxNliScorer(folder) if kind == "onnx" else TransformersNliScorer(folder)
+                OnnxNliScorer(folder) if form == "onnx" else TransformersNliScorer(folder)
             )
             if len(_LOADED) >= 4:
                 _LOADED.clear()

@@ -63,8 +63,8 @@ def _cutoff(declared: TrecMeasure, part: str, text: str) -> Cutoff:
     try:
         return float(part) if declared.fractional else int(part)
     except ValueError:
-        kind = "a number" if declared.fractional else "a whole-number cutoff"
-        raise MeasureError(f"not {kind} in {text!r}: {part!r}") from None
+        expected = "a number" if declared.fractional else "a whole-number cutoff"
+        raise MeasureError(f"not {expected} in {text!r}: {part!r}") from None
 
 
 def _measures(declared: TrecMeasure, params: str | None, text: str) -> list[Measure]:

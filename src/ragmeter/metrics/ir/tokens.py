@@ -100,13 +100,13 @@ class Columns:
         spacing = np.flatnonzero(white)
         if raw[-1] != 10:
             spacing = np.append(spacing, len(raw))  # a last line without its newline
-            kinds = np.append(raw[spacing[:-1]], np.uint8(10))
+            separators = np.append(raw[spacing[:-1]], np.uint8(10))
         else:
-            kinds = raw[spacing]
+            separators = raw[spacing]
         if len(spacing) % columns or white[0] or np.count_nonzero(white[1:] & white[:-1]):
             return False  # an empty token: two spaces, a space at an end, a blank line
         rows = len(spacing) // columns
-        layout = kinds.reshape(rows, columns)
+        layout = separators.reshape(rows, columns)
         if not ((layout[:, :-1] == 32).all() and (layout[:, -1] == 10).all()):
             return False
         cuts = spacing.reshape(rows, columns)
@@ -219,6 +219,6 @@ class Columns:
         except ValueError:
             value = float("nan")
         if not np.isfinite(value):
-            kind = "an integer grade" if integer else "a finite score"
-            raise TrecFileError(f"{self.path}:{self.line[row]}: not {kind}: {text!r}")
+            expected = "an integer grade" if integer else "a finite score"
+            raise TrecFileError(f"{self.path}:{self.line[row]}: not {expected}: {text!r}")
         return value

@@ -33,16 +33,16 @@ BREAKDOWN_METRICS = 8  # columns of a breakdown table
 
 
 def describe_target(config: dict[str, Any]) -> str:
-    """The target as the run's config names it (kind and url, path or callable; secrets in a
+    """The target as the run's config names it (type and url, path or callable; secrets in a
     URL masked)."""
     target = config.get("target")
     if not isinstance(target, dict):
         return str(target or "-")
-    kind = str(target.get("type") or target.get("kind") or "-")  # "kind": an older run
+    target_type = str(target.get("type") or target.get("kind") or "-")  # "kind": an older run
     where = target.get("url") or target.get("path") or target.get("callable")
     if target.get("url"):
         where = redact_url(str(target["url"]))
-    return f"{kind} {redact_text(str(where))}" if where else kind
+    return f"{target_type} {redact_text(str(where))}" if where else target_type
 
 
 def run_header(record: RunRecord, heading: str = "Evaluation report") -> str:

@@ -166,10 +166,10 @@ def pareto_chart(
         line = " ".join(f"{px(p[1]):.1f},{py(p[2]):.1f}" for p in frontier)
         parts.append(f'<polyline class="frontier" points="{line}"/>')
     for label, x_value, y_value, on in points:
-        kind = "pt-front" if on else "pt-dom"
+        css_class = "pt-front" if on else "pt-dom"
         state = "on the frontier" if on else "dominated"
         parts.append(
-            f'<circle class="{kind}" cx="{px(x_value):.1f}" cy="{py(y_value):.1f}" r="6">'
+            f'<circle class="{css_class}" cx="{px(x_value):.1f}" cy="{py(y_value):.1f}" r="6">'
             f"<title>{esc(label)}: {esc(y_label)} {y_value:.4g}, {esc(x_label)} {x_value:.4g} "
             f"({state})</title></circle>"
             f'<text x="{px(x_value) + 9:.1f}" y="{py(y_value) - 8:.1f}">{esc(label)}</text>'
