@@ -67,7 +67,6 @@ class CachedReply:
     finish_reason: str | None
     prompt_tokens: int | None
     completion_tokens: int | None
-    record_id: int
 
 
 class JudgeStore:
@@ -79,7 +78,7 @@ class JudgeStore:
 
     def lookup(self, key: str) -> CachedReply | None:
         row = self.db.execute(
-            "SELECT id, output_text, finish_reason, prompt_tokens, completion_tokens"
+            "SELECT output_text, finish_reason, prompt_tokens, completion_tokens"
             " FROM judge_calls WHERE cache_key = ? AND status = 'ok' AND cached = 0"
             " ORDER BY id DESC LIMIT 1",
             (key,),
@@ -91,7 +90,6 @@ class JudgeStore:
             finish_reason=row["finish_reason"],
             prompt_tokens=row["prompt_tokens"],
             completion_tokens=row["completion_tokens"],
-            record_id=int(row["id"]),
         )
 
     def record(self, call: CallRecord) -> int:

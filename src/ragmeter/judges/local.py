@@ -220,10 +220,9 @@ class LocalLlamaJudge:
         self.path = Path(model_path).expanduser()
         if not self.path.is_file():
             raise JudgeError("config", f"local judge model file not found: {self.path}")
-        if n_ctx is None:  # automatic: from the model's training context, bounded by memory
-            self.n_ctx, self.n_ctx_reason = auto_n_ctx(self.path)
-        else:
-            self.n_ctx, self.n_ctx_reason = n_ctx, "given"
+        # automatic: from the model's training context, bounded by memory (the judge's
+        # snapshot records which, judges.preflight.check_local)
+        self.n_ctx = auto_n_ctx(self.path)[0] if n_ctx is None else n_ctx
         self.n_threads = n_threads
         self.timeout_s = timeout_s  # per request, once started
         self.max_retries = max_retries

@@ -75,7 +75,23 @@ def check_local(
         )
     if importlib.util.find_spec("llama_cpp") is None:
         raise JudgeConfigError(f"--judge {shown}: {INSTALL_HINT}")
-    return {"provider": "local", "model": path.name, "path": str(path), "contacted": False}
+    from ragmeter.judges.base import JudgeError
+    from ragmeter.judges.local import auto_n_ctx
+    from ragmeter.judges.providers import local_setting
+
+    try:
+        given = local_setting("RAGMETER_LOCAL_N_CTX", allow_auto=True)
+    except JudgeError as exc:
+        raise JudgeConfigError(f"--judge {shown}: {exc.message}") from None
+    n_ctx, chosen_by = (given, "RAGMETER_LOCAL_N_CTX") if given else auto_n_ctx(path)
+    return {
+        "provider": "local",
+        "model": path.name,
+        "path": str(path),
+        "contacted": False,
+        "n_ctx": n_ctx,
+        "n_ctx_from": chosen_by,
+    }
 
 
 async def check_http(

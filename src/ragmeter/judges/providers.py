@@ -115,14 +115,14 @@ def local_judge(
     # RAGMETER_LOCAL_N_CTX: the server's context size, or "auto" (the default: chosen from the
     # model's training context and the memory, see ragmeter.judges.local);
     # RAGMETER_LOCAL_THREADS: the server's CPU threads (default 2)
-    n_ctx = _local_setting("RAGMETER_LOCAL_N_CTX", allow_auto=True)
-    threads = _local_setting("RAGMETER_LOCAL_THREADS", allow_auto=False) or 2
+    n_ctx = local_setting("RAGMETER_LOCAL_N_CTX", allow_auto=True)
+    threads = local_setting("RAGMETER_LOCAL_THREADS", allow_auto=False) or 2
     return LocalLlamaJudge(
         model, n_ctx=n_ctx, n_threads=threads, timeout_s=timeout_s, max_retries=max_retries
     )
 
 
-def _local_setting(name: str, *, allow_auto: bool) -> int | None:
+def local_setting(name: str, *, allow_auto: bool) -> int | None:
     from ragmeter.judges.base import JudgeError
 
     given = os.environ.get(name, "").strip().lower()

@@ -280,7 +280,6 @@ class ClaimSignals:
     bigram_coverage: float  # share of the claim's term bigrams found in the context
     novel_terms: list[str] = field(default_factory=list)
     missing_numbers: list[str] = field(default_factory=list)
-    n_numbers: int = 0
     negation_mismatch: bool = False
     # the same, over fact terms only (stance words and fillers out: ``STANCE_WORDS``)
     fact_terms: int = 0
@@ -334,7 +333,7 @@ def claim_signals(
     }
     if not unique:
         return ClaimSignals(
-            0, 1.0, 1.0, None, 1.0, [], missing, len(numbers), missing_weight=weight, **fact_fields
+            0, 1.0, 1.0, None, 1.0, [], missing, missing_weight=weight, **fact_fields
         )
     found = unique & known
     hits: Counter[int] = Counter()
@@ -359,7 +358,6 @@ def claim_signals(
         bigram_coverage=bigram,
         novel_terms=sorted(unique - found),
         missing_numbers=missing,
-        n_numbers=sum(not n.conversion for n in numbers),
         missing_weight=weight,
         negation_mismatch=negation,
         relation=bound,
