@@ -1,6 +1,7 @@
 """ragmeter: evaluate retrieval-augmented generation systems.
 
 The public API: ``evaluate`` (or ``await evaluate_async``) runs an evaluation,
+``estimate_judging_cost`` says what its judging would take before anything is asked,
 ``EvalConfig``/``load_config`` configure it, ``load_dataset`` reads cases, ``RunFile`` reads a
 run file, and the models describe cases, responses and scores. Seed 002's names work too
 (docs/api.md): ``run_evaluation(config)`` returns the finished :class:`Run` (``to_pandas()``),
@@ -24,6 +25,7 @@ __all__ = [
     "RunStore",
     "Score",
     "__version__",
+    "estimate_judging_cost",
     "evaluate",
     "evaluate_async",
     "load_config",
@@ -38,6 +40,7 @@ _LAZY = {
     "EvalConfig": "ragmeter.config",
     "load_config": "ragmeter.config",
     "load_dataset": "ragmeter.datasets",
+    "estimate_judging_cost": "ragmeter.runner.run",
     "evaluate": "ragmeter.runner.run",
     "evaluate_async": "ragmeter.runner.run",
     "RunStore": "ragmeter.store.sqlite",
@@ -55,7 +58,7 @@ if TYPE_CHECKING:
     from ragmeter.models import Case, Response, Score
     from ragmeter.results import Run
     from ragmeter.runfile import RunFile
-    from ragmeter.runner.run import evaluate, evaluate_async
+    from ragmeter.runner.run import estimate_judging_cost, evaluate, evaluate_async
     from ragmeter.store.sqlite import RunStore
 
 

@@ -185,18 +185,13 @@ def eval_command(ctx: click.Context, /, **params: Any) -> None:
 
 def _judge_estimate(config: EvalConfig) -> None:
     """Print the judging cost of a run before anything is asked or judged."""
-    from ragmeter.datasets import load_datasets
-    from ragmeter.judges.estimate import estimate_judging
     from ragmeter.reports.run_notes import dry_run_line
-    from ragmeter.runner.ingest import select_cases
+    from ragmeter.runner.run import estimate_judging_cost
 
     if not config.judge:
         fail("--dry-run estimates judging: name a --judge")
-    cases = select_cases(load_datasets(config.datasets, config.field_map or None), config)
-    estimate = estimate_judging(
-        [(case, None) for case in cases], config.judge, prices=config.price_table()
-    )
-    console.print(dry_run_line(config.judge, len(cases), estimate))
+    estimate = estimate_judging_cost(config)
+    console.print(dry_run_line(config.judge, estimate))
 
 
 @main.command("rescore")

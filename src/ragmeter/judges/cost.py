@@ -82,9 +82,11 @@ class Estimate:
     prompt_tokens: int
     completion_tokens: int
     cost_usd: float | None  # None when the model has no price
+    cases: int = 0  # the cases estimated
 
     def as_dict(self) -> dict[str, float | int | None]:
         return {
+            "cases": self.cases,
             "calls": self.calls,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,

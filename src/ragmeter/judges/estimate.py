@@ -58,4 +58,4 @@ def estimate_judging(
         if price is None
         else prompt_tokens / 1000.0 * price[0] + completion_tokens / 1000.0 * price[1]
     )
-    return Estimate(calls, prompt_tokens, completion_tokens, cost)
+    return Estimate(calls, prompt_tokens, completion_tokens, cost, cases=len(pairs))

@@ -90,7 +90,7 @@ def compare_regressions(comparisons: list[Comparison]) -> list[Text]:
     ]
 
 
-def dry_run_line(judge: str, cases: int, estimate: Estimate) -> Text:
+def dry_run_line(judge: str, estimate: Estimate) -> Text:
     """``eval --dry-run``: what judging the run would take."""
     cost = (
         "unknown (no price for this model)"
@@ -98,7 +98,7 @@ def dry_run_line(judge: str, cases: int, estimate: Estimate) -> Text:
         else f"${estimate.cost_usd:.4f}"
     )
     return Text(
-        f"dry run, judge {inert(redact_text(judge), markup=False)}: {cases} cases -> "
+        f"dry run, judge {inert(redact_text(judge), markup=False)}: {estimate.cases} cases -> "
         f"{estimate.calls} judge calls, "
         f"~{estimate.prompt_tokens} prompt + ~{estimate.completion_tokens} completion tokens, "
         f"cost {cost} (answers and contexts assumed; repairs not counted)"

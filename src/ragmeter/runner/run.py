@@ -35,12 +35,19 @@ from ragmeter.runner.verdicts import (
 )
 
 if TYPE_CHECKING:
+    from ragmeter.judges.cost import Estimate
     from ragmeter.models import Case
     from ragmeter.run_record import RunRecord
     from ragmeter.runner.executors import ProgressHook
     from ragmeter.targets import Target
 
-__all__ = ["EventLoopRunningError", "GateFailedError", "evaluate", "evaluate_async"]
+__all__ = [
+    "EventLoopRunningError",
+    "GateFailedError",
+    "estimate_judging_cost",
+    "evaluate",
+    "evaluate_async",
+]
 
 
 async def evaluate_async(
@@ -63,8 +70,8 @@ async def evaluate_async(
     config = config or EvalConfig()
     if config.dry_run:
         raise ConfigError(
-            "dry_run estimates judging and asks nothing: `ragmeter eval --dry-run` prints the "
-            "estimate; drop dry_run to run the evaluation"
+            "dry_run estimates judging and asks nothing: ragmeter.estimate_judging_cost(config) "
+            "(or `ragmeter eval --dry-run`) gives the estimate; drop dry_run to run the evaluation"
         )
     resume = resume or config.resume
     preflight.check_verdict_options(config)
@@ -175,3 +182,30 @@ def _evaluate_in_worker(
         if started.wait(timeout=5.0):
             running["loop"].call_soon_threadsafe(running["task"].cancel)
         return future.result()  # raises the run's RunInterruptedError
+
+
+def estimate_judging_cost(config: EvalConfig) -> Estimate:
+    """What judging the run ``config`` describes would take (calls, tokens, and dollars when
+    the judge has a price) before anything is asked or judged: its cases as the run would
+    select them, its judge, judged tasks, prices and ``-P judged.max_contexts``."""
+    from ragmeter.datasets import load_datasets
+    from ragmeter.judges import MAX_CONTEXTS
+    from ragmeter.judges.estimate import estimate_judging
+    from ragmeter.metrics.family import metric_family
+    from ragmeter.runner.ingest import select_cases
+
+    if not config.judge:
+        raise ConfigError("a judging estimate needs a judge: name one (judge, --judge)")
+    preflight.check_names(config)
+    cases = select_cases(load_datasets(config.datasets, config.field_map or None), config)
+    max_contexts = metric_family("judged").param("judged", "max_contexts")
+    shown = max_contexts.value_of(
+        config.metric_params.get("judged", {}).get("max_contexts", MAX_CONTEXTS)
+    )
+    return estimate_judging(
+        [(case, None) for case in cases],
+        config.judge,
+        tasks=list(config.judge_tasks) if config.judge_tasks else None,
+        prices=config.price_table(),
+        contexts=min(config.target.top_k, shown),
+    )
