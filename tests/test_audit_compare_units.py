@@ -9,7 +9,7 @@ import pytest
 
 from ragmeter.errors import InputError
 from ragmeter.run_record import MetricSummary, RunRecord, Scorecard
-from ragmeter.scoring.compare import RunScores, compare_runs
+from ragmeter.scoring.compare import CaseValues, compare_runs
 from ragmeter.scoring.pareto import ParetoPoint, pareto_frontier
 from ragmeter.scoring.power import has_spread, minimum_detectable_effect
 from ragmeter.scoring.stats import cohens_dz
@@ -23,7 +23,7 @@ def _run(
     lower: tuple[str, ...] = (),
     missed: dict[str, set[str]] | None = None,
     status: str = "completed",
-) -> RunScores:
+) -> CaseValues:
     summaries = [
         MetricSummary(
             name=name,
@@ -42,7 +42,7 @@ def _run(
         id=run_id, name=run_id, created_at="", config={}, datasets=[], scorecard=card,
         status=status,
     )  # fmt: skip
-    scores = RunScores(record, values)
+    scores = CaseValues(record, values)
     scores.missed = missed or {}
     return scores
 
@@ -149,7 +149,7 @@ def test_a_point_under_the_floor_dominates_none() -> None:
 
 
 def test_a_detector_without_a_value_in_either_run_does_not_fail_the_gate() -> None:
-    def detector_run(run_id: str) -> RunScores:
+    def detector_run(run_id: str) -> CaseValues:
         # every case benign: the attack scores exist, the AUC does not (one class)
         summary = MetricSummary(
             name="injection_auc", group="safety", value=None, aggregation="auc", kind="score",
@@ -159,7 +159,7 @@ def test_a_detector_without_a_value_in_either_run_does_not_fail_the_gate() -> No
             id=run_id, name=run_id, created_at="", config={}, datasets=[],
             scorecard=Scorecard(metrics=[summary], by_group={}), status="completed",
         )  # fmt: skip
-        scores = RunScores(record, {"injection_auc": dict.fromkeys(CASES, 0.1)})
+        scores = CaseValues(record, {"injection_auc": dict.fromkeys(CASES, 0.1)})
         scores.labels = {"injection_auc": dict.fromkeys(CASES, False)}
         return scores
 

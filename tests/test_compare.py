@@ -11,7 +11,7 @@ import pytest
 
 from ragmeter.datasets import load_dataset
 from ragmeter.run_record import MetricSummary, RunRecord, Scorecard
-from ragmeter.scoring.compare import RunScores, compare_runs
+from ragmeter.scoring.compare import CaseValues, compare_runs
 from ragmeter.scoring.pareto import ParetoPoint, pareto_frontier
 
 
@@ -35,7 +35,7 @@ def test_pareto_on_hand_made_points() -> None:
     assert all(p.on_frontier for p in marked)  # a is faster, b is better
 
 
-def _run(run_id: str, values: dict[str, dict[str, float]], units: dict[str, str]) -> RunScores:
+def _run(run_id: str, values: dict[str, dict[str, float]], units: dict[str, str]) -> CaseValues:
     summaries = [
         MetricSummary(
             name=name,
@@ -53,7 +53,7 @@ def _run(run_id: str, values: dict[str, dict[str, float]], units: dict[str, str]
     record = RunRecord(
         id=run_id, name=run_id, created_at="", config={}, datasets=[], scorecard=card
     )
-    return RunScores(record, values)
+    return CaseValues(record, values)
 
 
 def test_compare_runs_flags_only_significant_regressions_beyond_the_margin() -> None:

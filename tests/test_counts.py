@@ -22,7 +22,7 @@ from ragmeter.reports.console import format_value
 from ragmeter.run_record import MetricSummary, RunRecord
 from ragmeter.runfile import RunFile
 from ragmeter.scoring.aggregate import aggregate_with_breakdowns
-from ragmeter.scoring.compare import RunScores, compare_runs
+from ragmeter.scoring.compare import CaseValues, compare_runs
 from ragmeter.store.sqlite import RunStore
 
 
@@ -98,7 +98,7 @@ def test_compare_shows_a_totals_change(tmp_path: Path) -> None:
     base = {"a": 1.0, "b": 1.0, "c": 0.0, "d": 0.0, "e": 1.0}  # 3 correct
     cand = {"a": 1.0, "b": 0.0, "c": 1.0, "d": 1.0, "f": 1.0}  # 4 correct; e, f not shared
     runs = [
-        RunScores(_record(run_id, [Score(c, "correct", v) for c, v in values.items()], metrics),
+        CaseValues(_record(run_id, [Score(c, "correct", v) for c, v in values.items()], metrics),
                   {"correct": values})
         for run_id, values in (("base", base), ("cand", cand))
     ]  # fmt: skip

@@ -25,7 +25,7 @@ from ragmeter.reports.html.format import change_interval_text, change_text, chan
 from ragmeter.reports.markdown import render_markdown
 from ragmeter.reports.perspectives import failure_notes
 from ragmeter.run_record import MetricSummary, RunRecord, Scorecard
-from ragmeter.scoring.compare import RunScores, compare_runs
+from ragmeter.scoring.compare import CaseValues, compare_runs
 from tests.test_target_edges import Reply as EdgeReply
 from tests.test_target_edges import Request, Script, Server, on_post
 
@@ -233,7 +233,7 @@ def test_compare_shows_each_percentile_its_own_change_with_its_unit() -> None:
         "cand": dict(zip(cases, [50.0, 150.0, 250.0, 350.0, 1000.0], strict=True)),
     }
 
-    def run(name: str) -> RunScores:
+    def run(name: str) -> CaseValues:
         values = per_case[name]
         summaries = [
             MetricSummary(
@@ -254,7 +254,7 @@ def test_compare_shows_each_percentile_its_own_change_with_its_unit() -> None:
         header = RunRecord(
             id=name, name=name, created_at="", config={}, datasets=[], scorecard=card
         )
-        return RunScores(header, {s.name: values for s in summaries})
+        return CaseValues(header, {s.name: values for s in summaries})
 
     comparison = compare_runs(run("base"), run("cand"), resamples=500)
     rows = {row.metric: row for row in comparison.rows}

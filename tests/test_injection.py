@@ -22,7 +22,7 @@ from ragmeter.models import Case, CaseResult, Response, Score
 from ragmeter.run_record import RunRecord
 from ragmeter.runfile import RunFile
 from ragmeter.scoring.aggregate import aggregate_with_breakdowns
-from ragmeter.scoring.compare import RunScores, compare_runs
+from ragmeter.scoring.compare import CaseValues, compare_runs
 from ragmeter.scoring.roc import (
     ROC_AGGREGATIONS,
     detector_interval,
@@ -340,7 +340,7 @@ def test_run_file_keeps_labels_and_compare_tests_the_auc(tmp_path: Path) -> None
     labels = read.labels()
     assert labels["injection_auc"]["c0"] is True and labels["injection_auc"]["c100"] is False
     assert "injection_detection_rate" not in labels  # a mean metric records no label
-    base, cand = RunScores.from_file(paths[0]), RunScores.from_file(paths[1])
+    base, cand = CaseValues.from_file(paths[0]), CaseValues.from_file(paths[1])
     result = compare_runs(base, cand, resamples=2000, seed=0)
     rows = {row.metric: row for row in result.rows}
     auc = rows["injection_auc"]
@@ -350,7 +350,7 @@ def test_run_file_keeps_labels_and_compare_tests_the_auc(tmp_path: Path) -> None
     assert auc.ci_high is not None and auc.ci_high < 0.0
     assert auc.verdict == "regression"
     # the candidate's labels alone suffice (a baseline file written before labels were kept)
-    unlabelled = RunScores(base.record, base.values)
+    unlabelled = CaseValues(base.record, base.values)
     again = {r.metric: r for r in compare_runs(unlabelled, cand, resamples=500).rows}
     assert again["injection_auc"].n_paired == 120
     same = {r.metric: r for r in compare_runs(base, base, resamples=500).rows}

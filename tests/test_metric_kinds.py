@@ -14,7 +14,7 @@ from ragmeter.metrics.base import GROUPS, KINDS, Metric, MetricDeclarationError
 from ragmeter.models import Case, Response
 from ragmeter.registry import registry
 from ragmeter.run_record import MetricSummary, RunRecord, Scorecard
-from ragmeter.scoring.compare import RunScores, compare_metric
+from ragmeter.scoring.compare import CaseValues, compare_metric
 from ragmeter.scoring.weighted import unit_interval, weighted_score
 
 
@@ -127,13 +127,13 @@ def test_weighted_reading_follows_the_kind_and_scale() -> None:
     assert unit_interval(_summary(None), 0.01, 1000.0) == 0.5
 
 
-def _scores(values: dict[str, float], kind: str) -> RunScores:
+def _scores(values: dict[str, float], kind: str) -> CaseValues:
     summary = _summary(kind).model_copy(update={"name": "m", "value": 0.0})
     record = RunRecord(
         id="r", name="r", created_at="", config={}, datasets=[],
         scorecard=Scorecard(metrics=[summary], by_group={"generation": ["m"]}),
     )  # fmt: skip
-    return RunScores(record, {"m": values})
+    return CaseValues(record, {"m": values})
 
 
 def test_compare_chooses_its_test_by_declared_kind_not_by_the_data() -> None:
@@ -168,7 +168,7 @@ def test_regression_margin_is_a_share_of_the_declared_scale() -> None:
     base = {c: 4.0 for c in cases}
     cand = {c: 4.0 - (0.1 if i % 2 else 0.0) for i, c in enumerate(cases)}  # mean drop 0.05
 
-    def scores(values: dict[str, float], scale: tuple[float, float]) -> RunScores:
+    def scores(values: dict[str, float], scale: tuple[float, float]) -> CaseValues:
         run = _scores(values, "score")
         assert run.record.scorecard is not None
         run.record.scorecard.metrics[0].scale = scale

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from ragmeter.run_record import MetricSummary, RunRecord, Scorecard
 from ragmeter.runfile import RunFile
-from ragmeter.scoring.compare import RunScores, compare_runs
+from ragmeter.scoring.compare import CaseValues, compare_runs
 from ragmeter.scoring.power import (
     adjust_p_values,
     cases_needed,
@@ -51,8 +51,8 @@ def test_corrections_keep_order_and_bounds(p: list[float]) -> None:
         assert ranked == sorted(ranked)  # a smaller p never gets a larger adjusted p
 
 
-def _runs(values: dict[str, tuple[list[float], list[float]]]) -> tuple[RunScores, RunScores]:
-    def one(run_id: str, side: int) -> RunScores:
+def _runs(values: dict[str, tuple[list[float], list[float]]]) -> tuple[CaseValues, CaseValues]:
+    def one(run_id: str, side: int) -> CaseValues:
         per_case = {
             name: {f"c{i}": v for i, v in enumerate(pair[side])} for name, pair in values.items()
         }
@@ -76,7 +76,7 @@ def _runs(values: dict[str, tuple[list[float], list[float]]]) -> tuple[RunScores
         record = RunRecord(
             id=run_id, name=run_id, created_at="", config={}, datasets=[], scorecard=card
         )
-        return RunScores(record, per_case)
+        return CaseValues(record, per_case)
 
     return one("base", 0), one("cand", 1)
 

@@ -16,7 +16,7 @@ from ragmeter.metrics.base import Metric
 from ragmeter.models import Case, Score
 from ragmeter.repeat_ids import REPEAT_KEY, expand_repeats, repeat_number
 from ragmeter.scoring.aggregate import aggregate_with_breakdowns
-from ragmeter.scoring.compare import RunScores
+from ragmeter.scoring.compare import CaseValues
 from ragmeter.scoring.repeats import collapse
 
 
@@ -72,7 +72,7 @@ def test_run_scores_pair_cases_not_answers() -> None:
     from ragmeter.run_record import RunRecord
 
     record = RunRecord(id="r", name="r", created_at="", config={}, datasets=[])
-    scores = RunScores(record, {"quality": {"a": 0.2, "a~r2": 0.4, "b": 1.0, "b~r2": 0.0}})
+    scores = CaseValues(record, {"quality": {"a": 0.2, "a~r2": 0.4, "b": 1.0, "b~r2": 0.0}})
     assert scores.values["quality"] == pytest.approx({"a": 0.3, "b": 0.5})
 
 
@@ -170,7 +170,7 @@ def test_a_binary_metric_with_repeats_is_compared_on_its_case_means() -> None:
     from ragmeter.run_record import MetricSummary, RunRecord, Scorecard
     from ragmeter.scoring.compare import compare_runs
 
-    def run(run_id: str, second_wrong: bool) -> RunScores:
+    def run(run_id: str, second_wrong: bool) -> CaseValues:
         values = {}
         for i in range(40):
             values[f"c{i}"] = 1.0
@@ -183,7 +183,7 @@ def test_a_binary_metric_with_repeats_is_compared_on_its_case_means() -> None:
         card = Scorecard(metrics=[summary], by_group={"retrieval": ["hit"]})
         record = RunRecord(id=run_id, name=run_id, created_at="", config={}, datasets=[])
         record.scorecard = card
-        return RunScores(record, {"hit": values})
+        return CaseValues(record, {"hit": values})
 
     (row,) = compare_runs(run("base", False), run("cand", True), resamples=2000).rows
     assert row.test == "sign_flip_permutation"  # case means of 2/3 are not 0/1

@@ -19,7 +19,7 @@ from ragmeter.reports.console import format_value
 from ragmeter.reports.html.format import change_interval_text, esc, number, p_text
 from ragmeter.reports.html.page import script_json
 from ragmeter.reports.markdown import render_markdown
-from ragmeter.scoring.compare import RunScores, compare_runs
+from ragmeter.scoring.compare import CaseValues, compare_runs
 from ragmeter.store.sqlite import RunStore
 from tests.test_report_support import (
     HOSTILE,
@@ -160,7 +160,7 @@ def test_comparison_numbers_equal_compare_runs(runs: tuple[Path, Path, str, str]
     html = out.read_text(encoding="utf-8")
     run_store = RunStore(store, create=False)
     comparison = compare_runs(
-        RunScores.from_store(run_store, base), RunScores.from_store(run_store, cand)
+        CaseValues.from_store(run_store, base), CaseValues.from_store(run_store, cand)
     )
     assert comparison.rows
     for row in comparison.rows:
@@ -219,7 +219,7 @@ def test_demo_comparison_corrected_p_mde_and_totals(demo: tuple[Path, Path, str,
     html = out.read_text(encoding="utf-8")
     run_store = RunStore(store, create=False)
     comparison = compare_runs(
-        RunScores.from_store(run_store, base), RunScores.from_store(run_store, cand)
+        CaseValues.from_store(run_store, base), CaseValues.from_store(run_store, cand)
     )
     assert comparison.correction == "holm"
     assert '<th scope="col" class=num>p holm</th>' in html and "Holm correction" in html

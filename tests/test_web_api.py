@@ -262,10 +262,10 @@ def test_compare_api_deltas_and_flips(
         b, c = base.scorecard.get(row["metric"]), cand.scorecard.get(row["metric"])
         assert b is not None and c is not None
         assert (row["baseline"], row["candidate"]) == (b.value, c.value)
-    from ragmeter.scoring.compare import RunScores, compare_runs
+    from ragmeter.scoring.compare import CaseValues, compare_runs
 
     expected = compare_runs(
-        RunScores.from_store(reference, web.full), RunScores.from_store(reference, web.small)
+        CaseValues.from_store(reference, web.full), CaseValues.from_store(reference, web.small)
     )
     assert [r["p_value"] for r in comparison["rows"]] == [r.p_value for r in expected.rows]
     assert [r["pass_to_fail"] for r in comparison["rows"]] == [
@@ -402,10 +402,10 @@ def test_hostile_run_name_and_category_are_escaped(client: TestClient, web: WebS
 
 
 def _compare_rows(reference: RunStore, base: str, cand: str) -> list[Any]:
-    from ragmeter.scoring.compare import RunScores, compare_runs
+    from ragmeter.scoring.compare import CaseValues, compare_runs
 
     found = compare_runs(
-        RunScores.from_store(reference, base), RunScores.from_store(reference, cand)
+        CaseValues.from_store(reference, base), CaseValues.from_store(reference, cand)
     )
     return list(found.rows)
 

@@ -90,13 +90,13 @@ def compare_command(
     )
     from ragmeter.reports.pareto import headline_metrics, pareto_document, pareto_points
     from ragmeter.reports.run_notes import compare_regressions
-    from ragmeter.scoring.compare import RunScores, compare_runs
+    from ragmeter.scoring.compare import CaseValues, compare_runs
 
     run_store = _open_store(store, [baseline, *candidates])
     try:
         with error_context(suffix=f" ({store})"):
-            base = RunScores.load(run_store, baseline)
-            others = [RunScores.load(run_store, c) for c in candidates]
+            base = CaseValues.load(run_store, baseline)
+            others = [CaseValues.load(run_store, c) for c in candidates]
             comparisons = [
                 compare_runs(
                     base,

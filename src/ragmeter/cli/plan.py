@@ -106,7 +106,7 @@ def _spread_from(store: str, source: str, metric: str) -> tuple[float, str, int]
     import numpy as np
 
     from ragmeter.cli.compare import _open_store
-    from ragmeter.scoring.compare import RunScores
+    from ragmeter.scoring.compare import CaseValues
     from ragmeter.scoring.power import difference_spread, has_spread
 
     references = [part.strip() for part in source.split(",") if part.strip()]
@@ -114,7 +114,7 @@ def _spread_from(store: str, source: str, metric: str) -> tuple[float, str, int]
         fail(f"--from takes one run or two (BASE,CANDIDATE), got {source!r}")
     run_store = _open_store(store, references)
     try:
-        runs = [RunScores.load(run_store, reference) for reference in references]
+        runs = [CaseValues.load(run_store, reference) for reference in references]
     finally:
         run_store.close()
     from ragmeter.scoring.roc import is_roc

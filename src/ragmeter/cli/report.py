@@ -74,11 +74,11 @@ def _comparison(
     margin: float,
     seed: int,
 ) -> Path:
-    from ragmeter.scoring.compare import RunScores, compare_runs
+    from ragmeter.scoring.compare import CaseValues, compare_runs
 
     try:
-        base = RunScores.from_store(run_store, baseline)
-        cand = RunScores.from_store(run_store, candidate)
+        base = CaseValues.from_store(run_store, baseline)
+        cand = CaseValues.from_store(run_store, candidate)
     except RunNotFoundError as exc:
         fail(exc)
     comparison = compare_runs(

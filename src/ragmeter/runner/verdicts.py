@@ -44,14 +44,14 @@ class GateFailedError(RagmeterError):
 def compare_with_baseline(config: EvalConfig, run_id: str) -> Comparison:
     """The paired comparison of run ``run_id`` with ``config.baseline`` (a run id or a run
     JSON file), only on the cases both ran."""
-    from ragmeter.scoring.compare import RunScores, compare_runs
+    from ragmeter.scoring.compare import CaseValues, compare_runs
 
     baseline = str(config.baseline)
     store = RunStore(config.store)
     try:
         try:
-            base = RunScores.load(store, baseline)
-            candidate = RunScores.from_store(store, run_id)
+            base = CaseValues.load(store, baseline)
+            candidate = CaseValues.from_store(store, run_id)
             return compare_runs(
                 base,
                 candidate,

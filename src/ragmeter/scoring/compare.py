@@ -74,8 +74,9 @@ from ragmeter.scoring.stats import (
 from ragmeter.store.sqlite import RunStore
 
 
-class RunScores:
-    """A run's record and its per-case values (ok scores only), from the store or a run file."""
+class CaseValues:
+    """What a comparison reads of a run: its record and per-case values (ok scores only), from
+    the store or a run file."""
 
     def __init__(
         self,
@@ -93,7 +94,7 @@ class RunScores:
         self.missed: dict[str, set[str]] = {}
 
     @classmethod
-    def from_store(cls, store: RunStore, run_id: str) -> RunScores:
+    def from_store(cls, store: RunStore, run_id: str) -> CaseValues:
         record = store.get_run(run_id)
         values: dict[str, dict[str, float]] = {}
         labels: dict[str, dict[str, bool]] = {}
@@ -111,7 +112,7 @@ class RunScores:
         return scores
 
     @classmethod
-    def from_file(cls, path: str | Path) -> RunScores:
+    def from_file(cls, path: str | Path) -> CaseValues:
         """A run file (:class:`ragmeter.runfile.RunFile`) written by ``ragmeter eval``."""
         run_file = RunFile.read(path)
         scores = cls(run_file.header, run_file.values(), run_file.labels())
@@ -124,7 +125,7 @@ class RunScores:
         return scores
 
     @classmethod
-    def load(cls, store: RunStore, reference: str) -> RunScores:
+    def load(cls, store: RunStore, reference: str) -> CaseValues:
         """A run id (or unique prefix) from the store, or the path of a run JSON file."""
         if reference.endswith(".json") or Path(reference).is_file():
             return cls.from_file(reference)
@@ -141,7 +142,7 @@ def _by_case(values: dict[str, float]) -> dict[str, float]:
     return mean_by_case(values, {case_id: base_id(case_id) for case_id in values})
 
 
-def check_comparable(base: RunScores, cand: RunScores, require_shared: bool = True) -> None:
+def check_comparable(base: CaseValues, cand: CaseValues, require_shared: bool = True) -> None:
     """Refuse runs without a scorecard (interrupted, still running) and, with
     ``require_shared``, runs sharing no case."""
     for run in (base, cand):
@@ -157,7 +158,7 @@ def check_comparable(base: RunScores, cand: RunScores, require_shared: bool = Tr
         )
 
 
-def _case_ids(run: RunScores) -> set[str]:
+def _case_ids(run: CaseValues) -> set[str]:
     cases: set[str] = set()
     for values in run.values.values():
         cases |= set(values)
@@ -167,7 +168,7 @@ def _case_ids(run: RunScores) -> set[str]:
 
 
 def _gate_failure(
-    row: MetricComparison, base: RunScores, cand: RunScores, floor: float
+    row: MetricComparison, base: CaseValues, cand: CaseValues, floor: float
 ) -> str | None:
     """Why a gated row cannot pass a gate, or None. A metric neither run measured on any case
     (it applies to none, or every case failed in both) has nothing to protect: not a failure."""
@@ -203,8 +204,8 @@ def _is_binary(a: np.ndarray[Any, Any], b: np.ndarray[Any, Any]) -> bool:
 
 def compare_metric(
     name: str,
-    base: RunScores,
-    cand: RunScores,
+    base: CaseValues,
+    cand: CaseValues,
     alpha: float,
     margin: float,
     resamples: int,
@@ -322,8 +323,8 @@ def _compare_quantile(
 def _compare_detector(
     row: MetricComparison,
     summary: MetricSummary,
-    base: RunScores,
-    cand: RunScores,
+    base: CaseValues,
+    cand: CaseValues,
     shared: list[str],
     alpha: float,
     margin: float,
@@ -359,8 +360,8 @@ def _compare_detector(
 
 
 def compare_runs(
-    base: RunScores,
-    cand: RunScores,
+    base: CaseValues,
+    cand: CaseValues,
     *,
     alpha: float = 0.05,
     margin: float = 0.02,

@@ -361,7 +361,7 @@ class ReadOnlyStore:
     def missed(self, run_id: str) -> dict[str, set[str]]:
         """Metric -> the cases (repeats folded to their case) it failed on or the target did not
         report for: what a comparison of the scored cases leaves out, as
-        :meth:`ragmeter.scoring.compare.RunScores.from_store` reads them."""
+        :meth:`ragmeter.scoring.compare.CaseValues.from_store` reads them."""
         missed: dict[str, set[str]] = {}
         found = self.db.execute(
             "SELECT case_id, metric, status, reason FROM scores WHERE run_id = ? AND NOT"

@@ -16,7 +16,7 @@ from ragmeter.redaction import masked, redact_text
 from ragmeter.reports.pareto import pareto_points
 from ragmeter.reports.perspectives import by_perspective
 from ragmeter.run_record import MetricSummary, RunRecord
-from ragmeter.scoring.compare import RunScores, compare_runs
+from ragmeter.scoring.compare import CaseValues, compare_runs
 from ragmeter.web.charts import histogram_bins
 from ragmeter.web.db import NotFound, Page, ReadOnlyStore
 
@@ -306,11 +306,11 @@ def compared_ids(values: list[str]) -> tuple[list[str], bool]:
     return ids, len(values) > 1
 
 
-def run_scores(store: ReadOnlyStore, record: RunRecord) -> RunScores:
+def run_scores(store: ReadOnlyStore, record: RunRecord) -> CaseValues:
     """A stored run's per-case values and the cases each metric failed or was not reported on
-    (``missed``), as ``ragmeter compare`` reads them (``RunScores.from_store``): a metric paired
+    (``missed``), as ``ragmeter compare`` reads them (``CaseValues.from_store``): a metric paired
     on too few cases is not compared, never a believable verdict."""
-    scores = RunScores(record, *store.values(record.id))
+    scores = CaseValues(record, *store.values(record.id))
     scores.missed = store.missed(record.id)
     return scores
 
