@@ -229,6 +229,28 @@ def _check_version(path: Path, version: int) -> None:
         )
 
 
+def rewrite_header(path: Path, changes: dict[str, Any]) -> None:
+    """Change header fields of the run file at ``path`` (``changes``: field -> its JSON value;
+    a verdict decided after the run), copying its cases byte for byte; a file laid out
+    otherwise than ragmeter writes it (e.g. indented by hand) is read and written whole."""
+    header = _read_header(path)
+    old = json.dumps({**header, "cases": []})[: -len("]}")].encode()
+    new = {**header, **changes, "cases": []}
+    partial = path.with_name(path.name + ".part")
+    try:
+        with path.open("rb") as handle:
+            if handle.read(len(old)) != old:
+                whole = json.loads(path.read_text(encoding="utf-8"))
+                partial.write_text(json.dumps({**whole, **changes}), encoding="utf-8")
+            else:
+                with partial.open("wb") as out:
+                    out.write(json.dumps(new)[: -len("]}")].encode())
+                    shutil.copyfileobj(handle, out, _CHUNK)
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)
+
+
 def _read_header(path: Path) -> dict[str, Any]:
     """The top-level keys of the JSON object in ``path`` that come before ``cases``, read in
     chunks: the cases (written last) are never parsed."""

@@ -195,11 +195,28 @@ def test_the_api_docs_example_runs_as_written(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """docs/api.md's ``GateFailedError`` example prints what its comment says."""
-    text = (Path(__file__).parents[2] / "docs" / "api.md").read_text()
-    section = text[text.index("## What `evaluate` does") :]
-    code = section[section.index("```python\n") + len("```python\n") : section.index("\n```\n")]
+    code = _api_example("GateFailedError")
     said = re.search(r"# (\[.*\])", code)
     assert said is not None
     monkeypatch.chdir(tmp_path)
     exec(compile(code, "docs/api.md", "exec"), {})
     assert capsys.readouterr().out.strip() == said.group(1)
+
+
+def test_the_api_docs_estimate_example_runs_as_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    exec(compile(_api_example("estimate_judging_cost"), "docs/api.md", "exec"), {})
+    cases, calls, prompt_tokens, cost = capsys.readouterr().out.split()
+    assert cases == "10" and int(calls) > 10 and int(prompt_tokens) > 0
+    assert float(cost) > 0  # the judge price table knows the model
+    assert not (tmp_path / ".ragmeter").exists()
+
+
+def _api_example(naming: str) -> str:
+    """The Python block of docs/api.md's "What evaluate does" that names ``naming``."""
+    text = (Path(__file__).parents[2] / "docs" / "api.md").read_text()
+    section = text[text.index("## What `evaluate` does") : text.index("## Seed 002")]
+    blocks = re.findall(r"```python\n(.*?)\n```\n", section, re.S)
+    return next(block for block in blocks if naming in block)

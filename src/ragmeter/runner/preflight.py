@@ -318,17 +318,15 @@ def check_headers(config: EvalConfig) -> None:
 
 
 def check_scoring_config(config: EvalConfig) -> None:
-    """Breakdowns, goals and weights well formed, and the grounding model (``nli:PATH``)
-    loadable."""
+    """Breakdowns and weights well formed, and the grounding model (``nli:PATH``) loadable
+    (the goals: ``check_goals``)."""
     from ragmeter.metrics.grounding.nli import check_grounding_model
     from ragmeter.run_record import Scorecard
     from ragmeter.scoring.breakdowns import check_field
-    from ragmeter.scoring.goals import parse_goals
     from ragmeter.scoring.weighted import weighted_score
 
     for name in config.breakdowns:
         check_field(name)
-    parse_goals(config.goals)
     weighted_score(
         Scorecard(metrics=[], by_group={}),
         config.weights,

@@ -95,7 +95,7 @@ def judge_non_inferior(
 def keep_judged_goals(outcome: RunOutcome, record: RunRecord, store: str) -> None:
     """Store ``record``'s goals (judged after the run) with the run and in its run file, and
     make them the outcome's."""
-    from ragmeter.runfile import RunFile
+    from ragmeter.runfile import rewrite_header
 
     run_store = RunStore(store)
     try:
@@ -103,9 +103,8 @@ def keep_judged_goals(outcome: RunOutcome, record: RunRecord, store: str) -> Non
     finally:
         run_store.close()
     if outcome.run_file is not None:
-        run_file = RunFile.read(outcome.run_file)
-        run_file.goals = record.goals
-        run_file.write_to(outcome.run_file)
+        goals = [goal.model_dump(mode="json") for goal in record.goals]
+        rewrite_header(outcome.run_file, {"goals": goals})
     outcome.record = record
 
 
