@@ -18,7 +18,6 @@ the (score, label) pairs of the group's cases with a stratified bootstrap of its
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -237,10 +236,15 @@ def _summaries(
             interval_of: dict[int, tuple[float, float]] = {}
             if k and resamples > 0:
                 sample = draws[p][g]
+                # an all-NaN column (n < 2) has no interval; left out rather than warned
+                # about (a warnings filter is process-wide: two runs score in two threads)
                 if np.isnan(sample).any():
-                    with warnings.catch_warnings():  # all-NaN columns: n < 2, no interval
-                        warnings.simplefilter("ignore", RuntimeWarning)
-                        ends = np.nanpercentile(sample, [tail, 100.0 - tail], axis=0)
+                    with_draws = ~np.isnan(sample).all(axis=0)
+                    ends = np.full((2, sample.shape[1]), np.nan)
+                    if with_draws.any():
+                        ends[:, with_draws] = np.nanpercentile(
+                            sample[:, with_draws], [tail, 100.0 - tail], axis=0
+                        )
                 else:
                     ends = np.percentile(sample, [tail, 100.0 - tail], axis=0)
                 for c, j in enumerate(mean_cols):
