@@ -155,9 +155,9 @@ def write_jsonl(path: Path, rows: list[dict[str, object]]) -> Path:
 
 @pytest.fixture
 def judge_servers() -> Iterator[Any]:
-    """Start scripted judge servers on 127.0.0.1
-    (tests.judges.test_scripted_judge.JudgeServer); all are closed after the test."""
-    from tests.judges.test_scripted_judge import JudgeServer
+    """Start scripted judge servers on 127.0.0.1 (tests.judges.servers.JudgeServer); all are
+    closed after the test."""
+    from tests.judges.servers import JudgeServer
 
     servers: list[JudgeServer] = []
 

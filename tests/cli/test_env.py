@@ -311,7 +311,7 @@ def test_config_variables_reach_the_config() -> None:
 
 
 def test_judge_tasks_variable_limits_what_the_judge_is_asked(in_tmp: Path) -> None:
-    from tests.judges.test_scripted_judge import JudgeServer, smart_judge
+    from tests.judges.servers import JudgeServer, smart_judge
 
     server = JudgeServer(smart_judge)
     try:

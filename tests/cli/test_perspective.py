@@ -326,7 +326,7 @@ def test_markdown_renders_intervals_and_targets_and_is_inert() -> None:
 
 
 def test_a_perspective_asks_the_judge_only_for_its_metrics(tmp_path: Path) -> None:
-    from tests.judges.test_scripted_judge import JudgeServer, smart_judge
+    from tests.judges.servers import JudgeServer, smart_judge
 
     server = JudgeServer(smart_judge)
     try:

@@ -20,7 +20,7 @@ from ragmeter.judges.fitting import GAP, select_windows, split_windows
 from ragmeter.judges.openai_compat import OpenAICompatJudge
 from ragmeter.judges.schemas import Groundedness, Relevancy
 from ragmeter.judges.session import JudgeFailure, JudgeSession
-from tests.judges.test_scripted_judge import Reply, completion
+from tests.judges.servers import Reply, completion
 
 FILLER = "Quarterly reports list office supplies, parking rules and cafeteria menus. " * 20
 RELEVANT = "Employees accrue 27 days of paid vacation per calendar year at Quillmark Labs."

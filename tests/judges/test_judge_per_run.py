@@ -14,7 +14,7 @@ import pytest
 from ragmeter import EvalConfig, evaluate, evaluate_async
 from ragmeter.judges.cache import JudgeStore
 from ragmeter.models import RunRecord
-from tests.judges.test_scripted_judge import smart_judge
+from tests.judges.servers import smart_judge
 
 CASES = 3
 

@@ -26,7 +26,7 @@ from ragmeter.judges.templates import load_prompt, template_versions
 from ragmeter.judges.verdicts import groundedness
 from ragmeter.runner import preflight
 from ragmeter.store.sqlite import RunStore
-from tests.judges.test_scripted_judge import Reply, completion, smart_judge
+from tests.judges.servers import Reply, completion, smart_judge
 
 V1, V2 = load_prompt("groundedness.v1").version, load_prompt("groundedness.v2").version
 

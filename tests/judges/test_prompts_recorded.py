@@ -11,7 +11,7 @@ from ragmeter import EvalConfig, evaluate
 from ragmeter.judges.templates import load_prompt
 from ragmeter.metrics.judged import cited_sources
 from ragmeter.models import Response
-from tests.judges.test_scripted_judge import smart_judge
+from tests.judges.servers import smart_judge
 
 
 def test_groundedness_prompt_follows_seed_004_and_shows_the_citations(

@@ -15,7 +15,7 @@ from click.testing import CliRunner, Result
 
 from ragmeter.cli.main import main
 from ragmeter.store import RunStore
-from tests.targets.test_misbehaving import Reply, Request, Server, on_post
+from tests.targets.servers import Reply, Request, Server, on_post
 
 PAGE = (Path(__file__).resolve().parents[2] / "docs" / "your-system.md").read_text(encoding="utf-8")
 BLOCKS = re.findall(r"```(\w+)\n(.*?)```", PAGE, flags=re.DOTALL)

@@ -26,8 +26,8 @@ from ragmeter.reports.html.format import change_interval_text, change_text, chan
 from ragmeter.reports.markdown import render_markdown
 from ragmeter.reports.perspectives import failure_notes
 from ragmeter.scoring.compare import RunScores, compare_runs
-from tests.targets.test_misbehaving import Reply as EdgeReply
-from tests.targets.test_misbehaving import Request, Script, Server, on_post
+from tests.targets.servers import Reply as EdgeReply
+from tests.targets.servers import Request, Script, Server, on_post
 
 # FastAPI's reply to a body without the field it requires (the service)
 UNPROCESSABLE = {

@@ -316,7 +316,7 @@ def test_traces_written_from_batches_equal_those_from_the_whole_run(tmp_path, mo
 
 
 def test_the_judge_cost_cap_holds_for_the_run_not_for_each_batch(tmp_path, monkeypatch):
-    from tests.judges.test_scripted_judge import JudgeServer, smart_judge
+    from tests.judges.servers import JudgeServer, smart_judge
 
     server = JudgeServer(smart_judge)
     try:

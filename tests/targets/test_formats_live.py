@@ -18,7 +18,7 @@ from click.testing import CliRunner, Result
 
 from ragmeter.cli.main import main
 from ragmeter.store import RunStore
-from tests.targets.test_misbehaving import Reply, Request, Server, on_post
+from tests.targets.servers import Reply, Request, Server, on_post
 
 # question -> the files of the nodes the service retrieves, in its order
 RETRIEVED = {

@@ -19,7 +19,7 @@ from ragmeter.cli.main import main
 from ragmeter.config import TargetConfig
 from ragmeter.models import Case
 from ragmeter.targets.python import PythonTarget
-from tests.targets.test_misbehaving import (
+from tests.targets.servers import (
     Script,
     Server,
     json_reply,

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from ragmeter.cli.main import main
 from ragmeter.targets.openapi import template_from_openapi
-from tests.targets.test_misbehaving import Reply, Request, Server
+from tests.targets.servers import Reply, Request, Server
 
 
 def fastapi_schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
