@@ -2,7 +2,7 @@
 here: a test must not depend on the machine's speed).
 
 1. ``keyword_coverage`` on a long answer (``"switzerland " * N`` words against a two-keyword
-   reference, as ``tests/test_offline_metrics.py`` scores it) through ``score_case``. The peer
+   reference, as ``tests/metrics/test_offline.py`` scores it) through ``score_case``. The peer
    is the plain-Python reading of the same metric (lower-case, split on non-word characters,
    set membership), so the ratio is ragmeter's overhead over the bare job. ragmeter's text caches
    are cleared before each of its timings. Sizes 2,000 / 20,000 /
@@ -12,7 +12,7 @@ here: a test must not depend on the machine's speed).
    ``re.findall`` of the digits alone as the peer. Reading them was quadratic in their count
    until issue 28 (8,000 numbers: 6 s); the ratio must stay flat as N grows.
 3. An HTTP reply of 20 MB (sent in 1 MB chunks, no Content-Length) against the default limit of
-   10,000,000 bytes (``tests/test_target_edges.py``). ragmeter's ``HttpTarget`` refuses it
+   10,000,000 bytes (``tests/targets/test_misbehaving.py``). ragmeter's ``HttpTarget`` refuses it
    (``invalid_response``); the peer is a bare ``httpx`` client streaming the same reply and
    stopping at the same limit. One local server, pairs interleaved (ragmeter, peer, ragmeter,
    ...), medians of ``--repeat`` pairs.

@@ -29,7 +29,7 @@ from ragmeter.metrics.claims import extract_claims
 from ragmeter.metrics.grounding import MAX_CLAIMS, alignment_texts, build_context
 from ragmeter.models import Case, CaseResult, Response
 from ragmeter.runner.engine import score_results
-from ragmeter.scoring import aggregate_scores
+from ragmeter.scoring.aggregate import aggregate_scores
 from ragmeter.targets.reference.pipeline import ReferencePipeline
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"

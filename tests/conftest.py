@@ -46,16 +46,16 @@ HEADER_PACKAGES = ("PyYAML", "pydantic", "numpy", "httpx", "click", "rich", "onn
 LOCAL_JUDGE_SCOPE = "tests/integration/*_llama.py"
 LONGEST_FIRST = (
     "tests/integration/test_store_load.py",
-    "tests/test_compare.py",
+    "tests/scoring/test_compare.py",
     "tests/integration/test_report_browser.py",
     "tests/integration/test_web_browser.py",
     "tests/integration/test_trust_edges.py",
     "tests/integration/test_interruption.py",
     "tests/integration/test_squad.py",
-    "tests/test_power.py",
-    "tests/test_report_html.py",
-    "tests/test_web_api.py",
-    "tests/test_score_while_asking.py",
+    "tests/scoring/test_power.py",
+    "tests/reports/test_html.py",
+    "tests/web/test_api.py",
+    "tests/runner/test_score_while_asking.py",
     "tests/integration/test_reference_targets.py",
 )
 
@@ -155,9 +155,9 @@ def write_jsonl(path: Path, rows: list[dict[str, object]]) -> Path:
 
 @pytest.fixture
 def judge_servers() -> Iterator[Any]:
-    """Start scripted judge servers on 127.0.0.1 (tests.test_judges_unit.JudgeServer); all are
+    """Start scripted judge servers on 127.0.0.1 (tests.judges.servers.JudgeServer); all are
     closed after the test."""
-    from tests.test_judges_unit import JudgeServer
+    from tests.judges.servers import JudgeServer
 
     servers: list[JudgeServer] = []
 

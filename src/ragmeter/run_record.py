@@ -238,6 +238,7 @@ class IndexStatsRecord(BaseModel):
     reason: str | None = None
     stats: dict[str, Any] | None = None
     derived: dict[str, Any] | None = None
+    fetched_at: str | None = None
 
     @model_serializer(mode="wrap")
     def _without_empty_parts(self, handler: SerializerFunctionWrapHandler) -> Any:

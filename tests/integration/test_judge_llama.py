@@ -61,8 +61,8 @@ def demo_pairs() -> list[tuple[Case, Response]]:
     reference = "Full-time employees accrue 27 days of paid vacation per calendar year."
     chunks = [RetrievedChunk(id="a", text=CONTEXT), RetrievedChunk(id="b", text=OTHER)]
     # one answer (about 11 judge calls on CPU, the suite's longest test): a refusal read by its
-    # phrase makes no judge call for the claim metrics (tests/test_grounding_refusals.py), and
-    # its other calls are those of any answer
+    # phrase makes no judge call for the claim metrics
+    # (tests/metrics/grounding/test_refusals.py), and its other calls are those of any answer
     answers = {"right": "A full-time employee accrues 27 days of paid vacation per year."}
     return [
         (
@@ -85,7 +85,7 @@ def test_local_judge_end_to_end(
     gguf: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # these prompts are short: a 2048-token context holds them and keeps the CPU time down
-    # (the automatic choice, 8192 for this model, is tested in test_judge_fitting.py)
+    # (the automatic choice, 8192 for this model, is tested in tests/judges/test_fitting.py)
     monkeypatch.setenv("RAGMETER_LOCAL_N_CTX", "2048")
     store = tmp_path / "runs.db"
     use_judge(f"local:{gguf}", store=str(store), concurrency=1)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from tests.integration.browser import PageEvents, take_screenshot
-from tests.test_report_support import HOSTILE_ID, build_demo_runs, build_replay_runs, ragmeter
+from tests.reports.support import HOSTILE_ID, build_demo_runs, build_replay_runs, ragmeter
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page

@@ -24,7 +24,7 @@ from ragmeter.store.lock import RunLock
 from ragmeter.store.sqlite import RunStore
 from tests.conftest import free_port
 from tests.integration.browser import PageEvents, take_screenshot
-from tests.test_web_api import (
+from tests.web.test_api import (
     HOSTILE_CASE,
     HOSTILE_CATEGORY,
     HOSTILE_NAME,

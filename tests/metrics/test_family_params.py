@@ -250,7 +250,7 @@ def test_metrics_params_lists_every_family_parameter(tmp_path: Path) -> None:
 def test_judged_max_contexts_is_how_many_chunks_the_judge_sees(
     judge_servers: Any, tmp_path: Path
 ) -> None:
-    from tests.test_judges_unit import smart_judge
+    from tests.judges.servers import smart_judge
 
     judge = judge_servers(smart_judge)
     evaluate(

@@ -123,7 +123,9 @@ def run_view(store: ReadOnlyStore, record: RunRecord, query: dict[str, str]) -> 
             **run_summary(record),
             "config": record.config,
             "run_file_version": RUN_FILE_VERSION,
-            "index_stats": record.index_stats,
+            "index_stats": record.index_stats.model_dump(mode="json")
+            if record.index_stats
+            else None,
         },
         "perspectives": perspectives,
         "perspective_groups": {name: list(groups) for name, groups in PERSPECTIVES.items()},
