@@ -76,10 +76,18 @@ def smart_judge(body: dict[str, Any]) -> Reply:
     system, user = body["messages"][0]["content"], body["messages"][1]["content"]
     n_contexts = len(re.findall(r'<context index="\d+">', user))
     n_claims = len(re.findall(r'<claim index="\d+">', user))
+    # a quote the passages hold: the first words of the first context shown
+    first = re.search(r'<context index="1">\n(.*?)\n</context>', user, re.S)
+    quote = " ".join(first.group(1).split()[:6]) if first else ""
     if "extract factual claims" in system:
         out: dict[str, Any] = {"claims": ["Claim one.", "Claim two."]}
     elif "check claims" in system:
-        out = {"verdicts": [{"index": i, "verdict": i % 2} for i in range(1, n_claims + 1)]}
+        out = {
+            "verdicts": [
+                {"index": i, "verdict": i % 2, "quote": quote if i % 2 else ""}
+                for i in range(1, n_claims + 1)
+            ]
+        }
     elif "addresses its question" in system:
         out = {"reasoning": "on topic", "score": 0.75}
     elif "write the questions" in system:
@@ -105,6 +113,9 @@ def smart_judge(body: dict[str, Any]) -> Reply:
                 {"statement": "B.", "attributed": False, "context_index": None},
             ]
         }
+    elif "grounded in retrieved context" in system and '"quote"' in user:
+        supported = [{"claim": "A", "quote": quote}]
+        out = {"supported_claims": supported, "unsupported_claims": ["B"], "score": 3}
     elif "grounded in retrieved context" in system:
         out = {"supported_claims": ["A"], "unsupported_claims": ["B"], "score": 3}
     elif "correctly answers" in system:

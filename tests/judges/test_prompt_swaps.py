@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -28,16 +29,20 @@ from ragmeter.runner import preflight
 from ragmeter.store.sqlite import RunStore
 from tests.judges.servers import Reply, completion, smart_judge
 
-V1, V2 = load_prompt("groundedness.v1").version, load_prompt("groundedness.v2").version
+V1, V3 = load_prompt("groundedness.v1").version, load_prompt("groundedness.v3").version
 
 
 def citing_judge(body: dict[str, Any]) -> Reply:
-    """smart_judge, but groundedness follows the prompt it is asked: 5 under v2 (the rubric
-    that asks for citations), 1 under v1."""
+    """smart_judge, but groundedness follows the prompt it is asked: 5 under v3 (the rubric
+    that asks for citations, and quotes: the first words of the first context), 1 under v1."""
     system, user = body["messages"][0]["content"], body["messages"][1]["content"]
     if "grounded in retrieved context" in system:
         score = 5 if "A score of 5 requires citations" in user else 1
-        out = {"supported_claims": ["A"], "unsupported_claims": [], "score": score}
+        first = re.search(r'<context index="1">\n(.*?)\n</context>', user, re.S)
+        quote = " ".join(first.group(1).split()[:6]) if first else ""
+        quoted = '"quote"' in user
+        supported = [{"claim": "A", "quote": quote} if quoted else "A"]
+        out = {"supported_claims": supported, "unsupported_claims": [], "score": score}
         return completion(json.dumps(out))
     return smart_judge(body)
 
@@ -48,14 +53,14 @@ def is_v1(body: dict[str, Any]) -> bool:
 
 
 def test_names_are_tasks_or_their_templates_and_versions_are_shipped() -> None:
-    assert prompt_swaps({"groundedness": "v1"}) == {"groundedness.v2": "groundedness.v1"}
+    assert prompt_swaps({"groundedness": "v1"}) == {"groundedness.v3": "groundedness.v1"}
     assert prompt_swaps({"groundedness": "groundedness.v1"}) == {
-        "groundedness.v2": "groundedness.v1"
+        "groundedness.v3": "groundedness.v1"
     }
     # a task swaps each of its templates; a template name swaps that one
     assert prompt_swaps({"faithfulness": "v1"}) == {
         "faithfulness_claims.v1": "faithfulness_claims.v1",
-        "faithfulness_verify.v1": "faithfulness_verify.v1",
+        "faithfulness_verify.v2": "faithfulness_verify.v1",
     }
     assert prompt_swaps({"answer_classification": "v1"}) == {
         "answer_classification.v1": "answer_classification.v1"
@@ -66,7 +71,7 @@ def test_names_are_tasks_or_their_templates_and_versions_are_shipped() -> None:
 
 
 def test_a_wrong_name_or_version_names_the_valid_ones() -> None:
-    with pytest.raises(JudgeConfigError, match=r"no version 'v9'; its versions: v1, v2 "):
+    with pytest.raises(JudgeConfigError, match=r"no version 'v9'; its versions: v1, v2, v3 "):
         prompt_swaps({"groundedness": "v9"})
     with pytest.raises(JudgeConfigError, match="no judged task or prompt 'grounded'") as caught:
         prompt_swaps({"grounded": "v1"})
@@ -84,9 +89,9 @@ def test_every_shipped_prompt_version_stays_loadable_by_name() -> None:
     assert files == listed
     for name in files:
         assert load_prompt(name).name == name
-    assert template_versions()["groundedness"] == ("v1", "v2")
-    assert TASKS["groundedness"].prompts == ("groundedness.v2",)  # v1 is kept beside it
-    assert V1 != V2
+    assert template_versions()["groundedness"] == ("v1", "v2", "v3")
+    assert TASKS["groundedness"].prompts == ("groundedness.v3",)  # v1, v2 kept beside it
+    assert V1 != V3
 
 
 def _config(tmp_path: Path, **changes: Any) -> EvalConfig:
@@ -103,7 +108,7 @@ def test_mistakes_are_found_before_any_question(tmp_path: Path) -> None:
         ({"spot_check_prompts": prompts}, "needs --spot-check N"),
         ({"spot_check": 2, "spot_check_prompts": prompts, "judge": None}, "name --judge"),
         ({"spot_check": 2}, "--spot-check-prompt TASK=VERSION"),
-        ({"spot_check": 2, "spot_check_prompts": {"groundedness": "v3"}}, "versions: v1, v2"),
+        ({"spot_check": 2, "spot_check_prompts": {"groundedness": "v4"}}, "versions: v1, v2, v3"),
         ({"spot_check": 2, "spot_check_prompts": {"correctness": "v1"}}, "compare it with itself"),
         (
             {"spot_check": 2, "spot_check_prompts": prompts, "judge_tasks": ["correctness"]},
@@ -126,7 +131,8 @@ def test_mistakes_are_found_before_any_question(tmp_path: Path) -> None:
 def test_the_session_asks_the_swapped_template(judge_servers: Any) -> None:
     server = judge_servers(citing_judge)
     item = Item(
-        case_id="c", question="Q?", answer="A [1].", reference=None, contexts=["A."],
+        case_id="c", question="Q?", answer="A [1].", reference=None,
+        contexts=["Annual leave is 27 days."],
         citations=["context 1"],
     )  # fmt: skip
 
@@ -140,8 +146,9 @@ def test_the_session_asks_the_swapped_template(judge_servers: Any) -> None:
             await session.judge.aclose()
 
     own = asyncio.run(judge(None))["groundedness"]
-    other = asyncio.run(judge({"groundedness.v2": "groundedness.v1"}))["groundedness"]
-    assert own[0] == 5.0 and own[1]["prompt_versions"] == {"groundedness.v2": V2}
+    other = asyncio.run(judge({"groundedness.v3": "groundedness.v1"}))["groundedness"]
+    assert own[0] == 5.0 and own[1]["prompt_versions"] == {"groundedness.v3": V3}
+    assert own[1]["supported_claims"] == [{"claim": "A", "quote": "Annual leave is 27 days."}]
     assert other[0] == 1.0 and other[1]["prompt_versions"] == {"groundedness.v1": V1}
     assert [is_v1(body) for body in server.requests] == [False, True]
 
@@ -158,7 +165,7 @@ def test_another_judge_with_another_prompt_version(judge_servers: Any, tmp_path:
     assert (report.judge, report.second_judge) == (config.judge, config.second_judge)
     assert list(report.per_metric) == ["groundedness"]  # correctness is not re-judged
     assert report.prompt_versions == {
-        "first": {"groundedness.v2": V2},
+        "first": {"groundedness.v3": V3},
         "second": {"groundedness.v1": V1},
     }
     assert len(second.requests) == 2 and all(is_v1(body) for body in second.requests)
@@ -187,7 +194,7 @@ def test_spot_check_with_another_prompt_version_through_the_cli(
     wrong = cli(*common, "--spot-check", "2", "--spot-check-prompt", "groundedness=v7",
                 cwd=tmp_path, env=env)  # fmt: skip
     assert wrong.returncode == 2, wrong.stderr
-    assert "groundedness has no version 'v7'; its versions: v1, v2" in wrong.stderr
+    assert "groundedness has no version 'v7'; its versions: v1, v2, v3" in wrong.stderr
     assert "Traceback" not in wrong.stderr
     assert server.requests == [] and not (tmp_path / "out").exists()  # nothing judged or run
 
@@ -196,9 +203,9 @@ def test_spot_check_with_another_prompt_version_through_the_cli(
     assert done.returncode == 0, done.stderr
     assert (
         "judge spot check (2 cases, the run's judge, prompts groundedness.v1 vs the run's "
-        "groundedness.v2): disagreement 1.00" in done.stdout
+        "groundedness.v3): disagreement 1.00" in done.stdout
     ), done.stdout
-    # 3 cases x (groundedness v2 + classification), then 2 cases x groundedness v1
+    # 3 cases x (groundedness v3 + classification), then 2 cases x groundedness v1
     asked_v1 = [body for body in server.requests if is_v1(body)]
     assert len(asked_v1) == 2 and len(server.requests) == 3 * 2 + 2
     [run_file] = (tmp_path / "out").glob("*.json")
@@ -212,16 +219,16 @@ def test_spot_check_with_another_prompt_version_through_the_cli(
     report = record.judge_reliability
     assert report is not None and report.spot_check_n == 2
     assert report.judge == report.second_judge == spec and report.same_judge is True
-    assert report.prompts == {"groundedness.v2": "groundedness.v1"}
+    assert report.prompts == {"groundedness.v3": "groundedness.v1"}
     assert report.prompt_versions == {
-        "first": {"groundedness.v2": V2},
+        "first": {"groundedness.v3": V3},
         "second": {"groundedness.v1": V1},
     }
     assert report.per_metric["groundedness"].model_dump() == {
         "n": 2, "disagreement_rate": 1.0, "kappa": 0.0
     }  # fmt: skip
     assert list(report.per_metric) == ["groundedness"] and report.pairs == 2
-    # the run's own scores stand: every groundedness score is v2's 5
+    # the run's own scores stand: every groundedness score is v3's 5
     assert [s.value for s in ground] == [5.0, 5.0, 5.0]
     info = record.config["judge_info"]
     assert info["spot_check_prompt_versions"] == {"groundedness.v1": V1}
@@ -231,4 +238,4 @@ def test_spot_check_with_another_prompt_version_through_the_cli(
     total = record.scorecard.get("judged_correct_count")
     assert total is not None and total.value == 3.0 and total.aggregation == "sum"
     shown = cli("show", run_id, "--store", str(store), cwd=tmp_path, env=env)
-    assert "prompts groundedness.v1 vs the run's groundedness.v2" in shown.stdout, shown.stdout
+    assert "prompts groundedness.v1 vs the run's groundedness.v3" in shown.stdout, shown.stdout

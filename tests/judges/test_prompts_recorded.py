@@ -32,12 +32,12 @@ def test_groundedness_prompt_follows_seed_004_and_shows_the_citations(
         citations = user.split("<citations>")[1].split("</citations>")[0].strip()
         assert citations.startswith("context ")  # the reference pipeline cites its chunks
     versions = outcome.record.config["judge_info"]["prompt_versions"]
-    assert versions == {"groundedness.v2": load_prompt("groundedness.v2").version}
+    assert versions == {"groundedness.v3": load_prompt("groundedness.v3").version}
     run_file = json.loads(Path(str(outcome.run_file)).read_text())
     assert run_file["config"]["judge_info"]["prompt_versions"] == versions
     scored = [s for s in outcome.scores if s.metric == "groundedness" and s.status == "ok"]
     assert scored and all(
-        s.details["prompt_versions"] == {"groundedness.v2": versions["groundedness.v2"]}
+        s.details["prompt_versions"] == {"groundedness.v3": versions["groundedness.v3"]}
         for s in scored
     )
 

@@ -281,15 +281,25 @@ def test_judged_metrics_values_details_and_call_budget(serve: Any, tmp_path: Pat
     use_judge(f"{server.url}/v1#judge-model", store=str(tmp_path / "runs.db"), tasks=RAGAS)
     pairs = [case_and_response(i, chunks=12) for i in range(3)]
     scores = run_judged(pairs)
-    assert {metric for metric, _ in scores} == {*RAGAS, "context_precision_ranked", "ragas_score"}
+    assert {metric for metric, _ in scores} == {
+        *RAGAS,
+        "context_precision_ranked",
+        "ragas_score",
+        "faithfulness_overturned",
+    }
     # faithfulness + relevancy + precision + recall: 5 calls per case with 12 chunks
     assert len(server.requests) == 5 * len(pairs)
     s = scores[("faithfulness", "c0")]
     assert s.status == "ok" and s.value == 0.5  # claim 1 supported, claim 2 not
     assert s.details["prompt_versions"] == {
         "faithfulness_claims.v1": load_prompt("faithfulness_claims.v1").version,
-        "faithfulness_verify.v1": load_prompt("faithfulness_verify.v1").version,
+        "faithfulness_verify.v2": load_prompt("faithfulness_verify.v2").version,
     }
+    # claim 1's quote is the first words of the first chunk: found, the verdict stands
+    first = s.details["claims"][0]
+    assert first["supported"] is True and first["quote"] and "judge_verdict" not in first
+    assert s.details["overturned"] == 0
+    assert scores[("faithfulness_overturned", "c0")].value == 0.0
     relevancy = scores[("answer_relevancy", "c0")]
     vectors = build_embedder("minilm").embed(["Question 0?", *GENERATED])
     expected = sum(max(0.0, float(vectors[0] @ row)) for row in vectors[1:]) / 3
@@ -318,7 +328,7 @@ def test_judged_metrics_values_details_and_call_budget(serve: Any, tmp_path: Pat
         load_prompt(n).version
         for n in (
             "faithfulness_claims.v1",
-            "faithfulness_verify.v1",
+            "faithfulness_verify.v2",
             "answer_questions.v1",
             "context_precision.v1",
             "context_recall.v1",
@@ -341,7 +351,8 @@ def test_all_judged_metrics_and_seed_004_details(serve: Any, tmp_path: Path) -> 
         "judged_unanswerable_accuracy", "judged_abstention_false_positive_rate",
         "judged_correct_count", "judged_wrong_count", "judged_dont_know_count",
         "factual_grade_a_count", "factual_grade_b_count", "factual_grade_c_count",
-        "factual_grade_d_count", "factual_grade_e_count",
+        "factual_grade_d_count", "factual_grade_e_count", "faithfulness_overturned",
+        "groundedness_overturned",
     }  # fmt: skip
     # answerable case: the two unanswerable-only abstention metrics do not apply
     assert scores[("judged_hallucination_rate", "c1")].status == "skipped"

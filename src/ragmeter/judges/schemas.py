@@ -19,6 +19,8 @@ class Claims(_Out):
 class ClaimVerdict(_Out):
     index: int = Field(ge=1)
     verdict: Literal[0, 1]
+    # the passages' words that support a supported claim (judges.quotes checks them)
+    quote: str = ""
     reason: str = ""
 
 
@@ -58,6 +60,19 @@ class Statements(_Out):
 
 class Groundedness(_Out):
     supported_claims: list[str]
+    unsupported_claims: list[str]
+    score: int = Field(ge=0, le=5)
+
+
+class QuotedClaim(_Out):
+    claim: str
+    quote: str
+
+
+class QuotedGroundedness(_Out):
+    """groundedness.v3: each supported claim with the passages' words that support it."""
+
+    supported_claims: list[QuotedClaim]
     unsupported_claims: list[str]
     score: int = Field(ge=0, le=5)
 

@@ -98,13 +98,19 @@ TASKS: dict[str, Task] = {
             metrics=(
                 JudgedMetric(
                     name="faithfulness", group="grounding", kind="proportion",
-                    description="share of answer claims supported",
+                    description="share of answer claims supported (a supported verdict must "
+                    "quote the passages: judges.quotes)",
+                ),
+                _count(
+                    "faithfulness_overturned",
+                    "supported verdicts overturned because their quote is not in the passages",
+                    lower_is_better=True, group="grounding",
                 ),
             ),
             requires=("retrieved",),
             needs_answer=True,
-            prompts=("faithfulness_claims.v1", "faithfulness_verify.v1"),
-            output_tokens=250,
+            prompts=("faithfulness_claims.v1", "faithfulness_verify.v2"),
+            output_tokens=330,
         ),
         Task(
             name="answer_relevancy",
@@ -159,13 +165,19 @@ TASKS: dict[str, Task] = {
                 JudgedMetric(
                     name="groundedness", group="grounding", kind="score", scale=(0.0, 5.0),
                     description="seed 004 groundedness scale (a 5 needs every major claim "
-                    "cited)",
+                    "cited; a supported claim must quote the passages)",
+                ),
+                _count(
+                    "groundedness_overturned",
+                    "supported claims moved to unsupported because their quote is not in the "
+                    "passages",
+                    lower_is_better=True, group="grounding",
                 ),
             ),
             requires=("retrieved",),
             needs_answer=True,
-            prompts=("groundedness.v2",),
-            output_tokens=150,
+            prompts=("groundedness.v3",),
+            output_tokens=220,
         ),
         Task(
             name="correctness",

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from ragmeter.judges import schemas as s
+from ragmeter.judges.quotes import QUOTE_NOT_FOUND, quote_found
 from ragmeter.judges.session import JudgeSession, Verdict
 
 Values = dict[str, tuple[float, dict[str, Any]]]
@@ -54,22 +55,51 @@ async def faithfulness(session: JudgeSession, item: Item) -> Values:
         details = {"claims": [], "no_claims": True, **judge_details(session, claims)}
         return {"faithfulness": (1.0, details)}
     verdicts = await session.ask(
-        "faithfulness_verify.v1",
+        "faithfulness_verify.v2",
         {"contexts": item.contexts, "claims": texts},
         s.ClaimVerdicts,
         case_id=item.case_id,
-        max_tokens=64 + 64 * len(texts),
+        max_tokens=64 + 96 * len(texts),
         check=lambda v: s.indexed(v.verdicts, len(texts), "claim"),
         items=("verdicts", len(texts)),
     )
     by_index = {v.index: v for v in verdicts.value.verdicts}
-    rows = [
-        {"claim": text, "supported": by_index[i].verdict == 1, "reason": by_index[i].reason}
-        for i, text in enumerate(texts, 1)
-    ]
-    supported = sum(by_index[i].verdict for i in range(1, len(texts) + 1))
-    details = {"claims": rows, **judge_details(session, claims, verdicts)}
-    return {"faithfulness": (supported / len(rows), details)}
+    checked = asks_for_quotes(verdicts.prompt)
+    rows = [claim_row(text, by_index[i], item.contexts, checked) for i, text in enumerate(texts, 1)]
+    supported = sum(row["supported"] for row in rows)
+    overturned = sum(row["reason"] == QUOTE_NOT_FOUND for row in rows)
+    details = {
+        "claims": rows,
+        "quotes_checked": checked,
+        "overturned": overturned,
+        **judge_details(session, claims, verdicts),
+    }
+    values: Values = {"faithfulness": (supported / len(rows), details)}
+    if checked:
+        counted = {"overturned": overturned, **judge_details(session, claims, verdicts)}
+        values["faithfulness_overturned"] = (float(overturned), counted)
+    return values
+
+
+def asks_for_quotes(template: str) -> bool:
+    """Whether the template asked (a spot check may ask an older version) wants quotes."""
+    return template not in ("faithfulness_verify.v1", "groundedness.v1", "groundedness.v2")
+
+
+def claim_row(
+    text: str, verdict: s.ClaimVerdict, contexts: list[str], checked: bool
+) -> dict[str, Any]:
+    """One claim's verdict; a supported verdict whose quote is not in the passages is
+    overturned (``judges.quotes``), the judge's own verdict and quote kept beside it."""
+    row: dict[str, Any] = {"claim": text, "supported": verdict.verdict == 1}
+    if checked and verdict.verdict == 1:
+        row["quote"] = verdict.quote
+        if not quote_found(verdict.quote, contexts):
+            row.update(supported=False, reason=QUOTE_NOT_FOUND, judge_verdict=1)
+            row["judge_reason"] = verdict.reason
+            return row
+    row["reason"] = verdict.reason
+    return row
 
 
 async def answer_relevancy(session: JudgeSession, item: Item) -> Values:
@@ -185,21 +215,47 @@ async def context_recall(session: JudgeSession, item: Item) -> Values:
 
 
 async def groundedness(session: JudgeSession, item: Item) -> Values:
+    """Seed 004's 0-5 groundedness. The judge quotes the passages for each claim it calls
+    supported; a claim whose quote is not found is moved to the unsupported ones and the score
+    is held to what the rubric gives then: at most 3 (some claims unsupported), at most 2 when
+    no supported claim is left (major claims unsupported)."""
     cited = "none reported" if item.citations is None else ", ".join(item.citations) or "none"
+    template = session.prompts.get("groundedness.v3", "groundedness.v3")
+    checked = asks_for_quotes(template)
+    output: type[s.QuotedGroundedness | s.Groundedness] = (
+        s.QuotedGroundedness if checked else s.Groundedness
+    )
     verdict = await session.ask(
-        "groundedness.v2",
+        "groundedness.v3",
         {"answer": item.answer, "contexts": item.contexts, "citations": cited},
-        s.Groundedness,
+        output,
         case_id=item.case_id,
-        max_tokens=400,
+        max_tokens=600,
     )
     value = verdict.value
-    details = {
-        "supported_claims": value.supported_claims,
-        "unsupported_claims": value.unsupported_claims,
-        **judge_details(session, verdict),
-    }
-    return {"groundedness": (float(value.score), details)}
+    details: dict[str, Any] = {"quotes_checked": checked}
+    score = float(value.score)
+    if isinstance(value, s.QuotedGroundedness):
+        kept = [c for c in value.supported_claims if quote_found(c.quote, item.contexts)]
+        moved = [c for c in value.supported_claims if c not in kept]
+        details["supported_claims"] = [{"claim": c.claim, "quote": c.quote} for c in kept]
+        details["unsupported_claims"] = value.unsupported_claims + [c.claim for c in moved]
+        details["overturned"] = [
+            {"claim": c.claim, "quote": c.quote, "reason": QUOTE_NOT_FOUND} for c in moved
+        ]
+        if moved:
+            details["judge_score"] = value.score
+            score = min(score, 3.0 if kept else 2.0)
+    else:
+        details["supported_claims"] = value.supported_claims
+        details["unsupported_claims"] = value.unsupported_claims
+    details.update(judge_details(session, verdict))
+    values: Values = {"groundedness": (score, details)}
+    if checked:
+        moved_count = len(details["overturned"])
+        counted = {"overturned": moved_count, **judge_details(session, verdict)}
+        values["groundedness_overturned"] = (float(moved_count), counted)
+    return values
 
 
 async def correctness(session: JudgeSession, item: Item) -> Values:

@@ -61,6 +61,7 @@ EMBEDDING_TASKS = frozenset({"answer_relevancy", "answer_correctness"})
 # the tasks that grade the claims of the answer: a refusal (the abstention family's rules, or
 # the abstention judge's verdict when it judged the case) is skipped, never judged
 CLAIM_TASKS = frozenset({"faithfulness", "groundedness"})
+NOT_GIVEN = "the judge's prompt does not give this metric (a prompt version without quotes)"
 
 
 class JudgedScoreError(Exception):
@@ -263,6 +264,8 @@ class JudgedState:
             if task.name in EMBEDDING_TASKS and self.embedder_problem:
                 details = {**details, "embedder_problem": self.embedder_problem}
             self.outcomes[(metric, case.case_id)] = (value, details)
+        for metric in set(task.metric_names) - set(values):  # e.g. no quotes asked for
+            self.outcomes[(metric, case.case_id)] = SkipScore(NOT_GIVEN)
 
     def compute_fn(self, metric: str) -> Callable[[Case, Response], MetricOutput]:
         def compute(case: Case, response: Response) -> MetricOutput:
