@@ -48,8 +48,9 @@ def plugins_command(as_json: bool, as_markdown: bool) -> None:
 )
 @shared("json")
 def metrics_command(show_params: bool, as_json: bool) -> None:
-    """List the metric families and the metrics each produces (group, kind, direction,
-    inputs), read from their declarations; with --params, the parameters ``eval -P
+    """List the metric families and the metrics each produces (group, kind, inputs).
+
+    Read from the families' declarations; with --params, the parameters that ``eval -P
     FAMILY.PARAM=VALUE`` sets."""
     from ragmeter.metrics.family import declarations
     from ragmeter.registry import registry
