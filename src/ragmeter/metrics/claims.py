@@ -238,8 +238,8 @@ def analyse_sentence(sentence: str) -> Claim | NonClaim:
         return NonClaim(sentence, "refusal")
     if not content_tokens(rest):
         return NonClaim(sentence, "no content")
-    kind, indicator = classify_claim(rest)
-    return Claim(rest, kind, indicator)
+    claim_type, indicator = classify_claim(rest)
+    return Claim(rest, claim_type, indicator)
 
 
 def extract_claims(text: str, max_claims: int = 200) -> tuple[list[Claim], list[NonClaim]]:

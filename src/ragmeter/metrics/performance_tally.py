@@ -62,10 +62,10 @@ class PerformanceTally:
         self.priced += priced
         for result in results:
             if result.status != "ok":
-                kind = result.error_type or "unknown"
-                self.errors[kind] += 1
-                if kind not in self.error_examples:
-                    self.error_examples[kind] = example_message(result.error_message)
+                error_type = result.error_type or "unknown"
+                self.errors[error_type] += 1
+                if error_type not in self.error_examples:
+                    self.error_examples[error_type] = example_message(result.error_message)
             response = result.response
             if response is None:
                 continue
@@ -79,8 +79,8 @@ class PerformanceTally:
                 self.costs.append(usage.cost_usd)
         if self.with_cases and cases is not None:
             add_budget_latencies(self.budgets, cases, results)
-            for kind, row in coverage_by_doc_type(cases, results).items():
-                total = self.coverage.setdefault(kind, dict.fromkeys(_COUNTS, 0))
+            for doc_type, row in coverage_by_doc_type(cases, results).items():
+                total = self.coverage.setdefault(doc_type, dict.fromkeys(_COUNTS, 0))
                 for key in _COUNTS:
                     total[key] += row[key]
         return self
@@ -112,9 +112,9 @@ class PerformanceTally:
         if self.with_cases:
             summary["latency_budgets"] = budget_rows(self.budgets)
             coverage = {}
-            for kind, counts in sorted(self.coverage.items()):
+            for doc_type, counts in sorted(self.coverage.items()):
                 reported = counts["retrieval_reported"]
                 rate = counts["gold_retrieved"] / reported if reported else None
-                coverage[kind] = {**counts, "gold_retrieved_rate": rate}
+                coverage[doc_type] = {**counts, "gold_retrieved_rate": rate}
             summary["coverage_by_doc_type"] = coverage
         return summary
