@@ -16,13 +16,19 @@ from ragmeter.text import STOP_WORDS
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
 _PUNCTUATION = str.maketrans("", "", string.punctuation)
+# a number's sign and decimal point are not punctuation: "-0.133%" is not "0.133%", "1.33" is
+# not "13.3" (SQuAD's rule drops both; a thousands comma still goes: "1,000" is "1000")
+_SIGN = re.compile(r"(?<![\w.])[-\u2212](?=\d)")
+_DECIMAL_POINT = re.compile(r"(?<=\d)\.(?=\d)")
 
 
 @lru_cache(maxsize=4096)  # a case's answer and reference are normalised by several metrics
 def normalize_answer(text: str) -> str:
     """Lowercase, drop punctuation and articles, fold white space (the SQuAD rule), after
-    composing accents (NFC): "Café" typed as "e" + U+0301 is the same text as with "é"."""
-    text = unicodedata.normalize("NFC", text).lower().translate(_PUNCTUATION)
+    composing accents (NFC): "Café" typed as "e" + U+0301 is the same text as with "é". A
+    number keeps its sign and decimal point (as the words ``minus`` and ``point``)."""
+    text = unicodedata.normalize("NFC", text).lower()
+    text = _DECIMAL_POINT.sub(" point ", _SIGN.sub(" minus ", text)).translate(_PUNCTUATION)
     return " ".join(_ARTICLES.sub(" ", text).split())
 
 
@@ -69,7 +75,8 @@ def _common_tokens(predicted: list[str], expected: list[str]) -> int:
 
 
 _CAPITALISED = re.compile(r"\b[A-Z][\w-]*(?:\s+(?:[A-Z][\w-]*|\d[\d.,%]*))*")
-_NUMBER_TOKEN = re.compile(r"[-$€£]?\d[\d,]*(?:\.\d+)?%?")
+# a number standing alone: not the "1" of "C-1" or "v1", and its minus sign only before a digit
+_NUMBER_TOKEN = re.compile(r"(?<![\w.-])[-$€£]?\d[\d,]*(?:\.\d+)?%?")
 SOURCE_INDICATORS = (
     "source:",
     "table:",
@@ -90,10 +97,19 @@ def keywords(text: str) -> list[str]:
 
 @lru_cache(maxsize=4096)  # a reference's keywords are read by two metrics of each case
 def _keywords(text: str) -> tuple[str, ...]:
-    found = [m.group(0).strip() for m in _CAPITALISED.finditer(text)]
+    found = [_without_leading_stop_words(m.group(0)) for m in _CAPITALISED.finditer(text)]
     found += [m.group(0).rstrip(",") for m in _NUMBER_TOKEN.finditer(text)]
     found += [w for w in words(text) if len(w) >= 4 and w not in STOP_WORDS]
     return tuple(dict.fromkeys(k.lower() for k in found if k))
+
+
+def _without_leading_stop_words(phrase: str) -> str:
+    """A capitalised phrase without the stop words that open it: a sentence's first "The" is
+    no keyword ("The Premium Plan" -> "Premium Plan")."""
+    parts = phrase.split()
+    while parts and parts[0].lower() in STOP_WORDS:
+        parts.pop(0)
+    return " ".join(parts)
 
 
 def keyword_coverage(prediction: str, reference: str) -> tuple[float, list[str]] | None:

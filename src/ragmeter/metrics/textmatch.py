@@ -71,13 +71,21 @@ def index_text(text: str) -> IndexedText:
     return IndexedText(fold(text), frozenset(content_tokens(text)), frozenset(found))
 
 
+@lru_cache(maxsize=16384)
+def _standing_alone(folded: str) -> re.Pattern[str]:
+    """``folded`` as a whole: not the start of a longer word or number ("$60" is not in
+    "$604", "rule c-1" not in "rule c-10", "15" not in "15.5")."""
+    return re.compile(rf"(?<!\w){re.escape(folded)}(?!\w|[.,]\d)")
+
+
 def phrase_present(phrase: str, text: IndexedText, min_token_share: float = 1.0) -> bool:
-    """True when ``phrase`` occurs in ``text``: as a folded substring, or when at least
-    ``min_token_share`` of its content tokens (numbers compared by value) occur in the text."""
+    """True when ``phrase`` occurs in ``text``: folded, as a whole (not inside a longer word or
+    number), or when at least ``min_token_share`` of its content tokens (numbers compared by
+    value) occur in the text."""
     folded = fold(phrase)
     if not folded:
         return False
-    if folded in text.folded:
+    if _standing_alone(folded).search(text.folded):
         return True
     phrase_numbers = numbers(phrase)
     if any(n not in text.numbers for n in phrase_numbers):
