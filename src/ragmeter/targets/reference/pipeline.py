@@ -5,9 +5,10 @@ the chunks those sentences came from, and abstains when no sentence covers enoug
 question. Its JSON answer is the documented ``POST /query`` contract (docs/targets.md).
 
 Before anything else an input guardrail scores the question for prompt injection
-(``guardrail.injection_score``) and reports it as ``guardrail_scores["injection"]``: at or above
-the block threshold (0.50) the pipeline refuses without retrieving (``guardrail_blocked``), at
-or above the warn threshold (0.40) it answers and flags ``guardrail_warning``.
+(``guardrail.injection_score``) and reports it as ``guardrail_scores["injection"]``: over the
+block threshold (0.50; seed 003's "score > block_threshold") the pipeline refuses without
+retrieving (``guardrail_blocked``), at or above the warn threshold (0.40) it answers and flags
+``guardrail_warning``.
 """
 
 from __future__ import annotations
@@ -120,7 +121,7 @@ class ReferencePipeline:
         guard = assess(question).score if self.settings.guardrail else None
         started = time.perf_counter()
         screened_ms = (started - screening) * 1000.0
-        if guard is not None and guard >= self.settings.guardrail_block:
+        if guard is not None and guard > self.settings.guardrail_block:
             return self._blocked(guard, screened_ms)
         k = top_k or self.settings.top_k
         query = tokenize(question)
