@@ -2,7 +2,7 @@
 
 - ``semantic_similarity``: cosine of the answer's and the reference's sentence vectors from the
   embedder named by ``MetricSettings.embedder`` (``minilm`` by default; see
-  ``ragmeter.embedders``). Range [-1, 1]; in practice about 0..1 for English text.
+  ``ragmeter.embedders``), clipped at 0 (seed 001's ``max(0, cosine)``): range [0, 1].
 - ``bertscore_precision`` / ``bertscore_recall`` / ``bertscore_f1``: greedy matching of
   contextual word-piece vectors (Zhang et al., 2020) from the last layer of the local
   all-MiniLM-L6-v2 ONNX model, whatever the sentence embedder: precision averages, over the
@@ -99,8 +99,10 @@ class SemanticState:
         vectors = embedder.embed(texts)
         row = {text: i for i, text in enumerate(texts)}
         for answer, reference in todo:
-            self.similarity[(answer, reference)] = cosine(
-                vectors[row[answer]], vectors[row[reference]]
+            # seed 001's max(0, cosine): an answer pointing away from the reference is as
+            # dissimilar as one at right angles to it
+            self.similarity[(answer, reference)] = max(
+                0.0, cosine(vectors[row[answer]], vectors[row[reference]])
             )
 
     def add_bertscores(self, pairs: list[Pair]) -> None:
