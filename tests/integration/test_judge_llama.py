@@ -101,16 +101,16 @@ def test_local_judge_end_to_end(
     # when none does
     skipped = {key for key, s in first.items() if s.status == "skipped"}
     cases = tuple(case.case_id for case, _ in pairs)
-    refusal_skips = {
-        (m, c) for m in ("faithfulness", "groundedness") for c in cases if c != "right"
-    }
+    claim_metrics = (
+        "faithfulness", "groundedness", "faithfulness_overturned", "groundedness_overturned"
+    )  # fmt: skip
+    refusal_skips = {(m, c) for m in claim_metrics for c in cases if c != "right"}
     # the judge's abstention verdict may read the other answer as a refusal too: then its claim
     # metrics skip it, saying the judge decided
     judged_refusals = {
         key
         for key in skipped - refusal_skips
-        if key[0] in ("faithfulness", "groundedness")
-        and "abstained (judge" in (first[key].reason or "")
+        if key[0] in claim_metrics and "abstained (judge" in (first[key].reason or "")
     }
     unanswerable_only = {(metric, case) for metric in UNANSWERABLE_ONLY for case in cases}
     assert skipped == unanswerable_only | refusal_skips | judged_refusals

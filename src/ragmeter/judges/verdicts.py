@@ -230,7 +230,7 @@ async def groundedness(session: JudgeSession, item: Item) -> Values:
         {"answer": item.answer, "contexts": item.contexts, "citations": cited},
         output,
         case_id=item.case_id,
-        max_tokens=600,
+        max_tokens=400,
     )
     value = verdict.value
     details: dict[str, Any] = {"quotes_checked": checked}
