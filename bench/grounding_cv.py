@@ -88,8 +88,10 @@ the (supported, unsupported) pairs of one family and one source (RAGBench's shar
 AttributionBench's ``source``; Q-squared and BEGIN are one source each: pairs across sources
 would reward whatever tells the sources apart), each family's mean pair loss with weight 1,
 ridge 0.01 on the standardised terms (standardised over the training rows), Newton steps
-(``grounding_fit.fit_pairwise``). Only the answers the weights score are fitted (claims, no
-fixed question score, not skipped by the metric; the aligned variant: with alignment). A refit
+(``grounding_fit.fit_pairwise``; halved where a full step would raise the loss, a fix made
+after the first run, whose undamped calibration diverged for the aligned refit forms). Only the
+answers the weights score are fitted (claims, no fixed question score, not skipped by the
+metric; the aligned variant: with alignment). A refit
 form then gets a logistic calibration a * z + b on the same training rows, each family's rows
 weighing 1 in all, so its values are on a probability scale (this matters only where the score
 is capped or mixed with a fixed one). The aligned variant's fallback for an answer without
@@ -155,6 +157,7 @@ import re
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -540,41 +543,64 @@ def fit_rows(families: dict[str, Family], train: dict[str, np.ndarray], variant:
     return FitRows(rows, pairs)
 
 
-def _pairwise(diffs: list[tuple[np.ndarray, np.ndarray]], dim: int, l2: float = L2) -> np.ndarray:
-    """Weights minimising each family's mean pairwise logistic loss, added over the families,
-    plus ``l2`` |w|^2 / 2 (Newton steps). ``diffs``: per family (x_pos - x_neg, offset diff)."""
+def _newton(
+    loss: Callable[[np.ndarray], tuple[float, np.ndarray, np.ndarray]], dim: int
+) -> np.ndarray:
+    """The minimum of a convex ``loss`` (value, gradient, Hessian) from 0: Newton steps,
+    halved until the loss does not rise (a plain Newton step can overshoot and diverge)."""
     w = np.zeros(dim)
-    for _ in range(100):
-        grad, hess = l2 * w, l2 * np.eye(dim)
-        for d, fixed in diffs:
-            if not len(d):
-                continue
-            p = 1.0 / (1.0 + np.exp(np.clip(d @ w + fixed, -50, 50)))
-            grad = grad - (d * p[:, None]).mean(axis=0)
-            hess = hess + (d * (p * (1 - p))[:, None]).T @ d / len(d)
+    value, grad, hess = loss(w)
+    for _ in range(200):
         step = np.linalg.solve(hess, grad)
-        w -= step
-        if np.abs(step).max() < 1e-10:
+        size = 1.0
+        while True:
+            trial = w - size * step
+            new_value, new_grad, new_hess = loss(trial)
+            if new_value <= value + 1e-12 or size < 1e-8:
+                break
+            size /= 2
+        w, value, grad, hess = trial, new_value, new_grad, new_hess
+        if np.abs(size * step).max() < 1e-10:
             break
     return w
 
 
+def _pairwise(diffs: list[tuple[np.ndarray, np.ndarray]], dim: int, l2: float = L2) -> np.ndarray:
+    """Weights minimising each family's mean pairwise logistic loss, added over the families,
+    plus ``l2`` |w|^2 / 2. ``diffs``: per family (x_pos - x_neg, offset diff)."""
+
+    def loss(w: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+        value, grad, hess = l2 * float(w @ w) / 2, l2 * w, l2 * np.eye(dim)
+        for d, fixed in diffs:
+            if not len(d):
+                continue
+            margin = d @ w + fixed
+            value += float(np.logaddexp(0.0, -margin).mean())
+            p = 1.0 / (1.0 + np.exp(np.clip(margin, -50, 50)))
+            grad = grad - (d * p[:, None]).mean(axis=0)
+            hess = hess + (d * (p * (1 - p))[:, None]).T @ d / len(d)
+        return value, grad, hess
+
+    return _newton(loss, dim)
+
+
 def _calibrate(z: list[np.ndarray], y: list[np.ndarray]) -> tuple[float, float]:
     """(a, b) of a logistic regression of y on a * z + b, each family's rows weighing 1."""
-    a, b = 1.0, 0.0
-    for _ in range(100):
-        grad, hess = np.zeros(2), 1e-6 * np.eye(2)
+
+    def loss(ab: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+        value, grad, hess = 0.0, np.zeros(2), 1e-9 * np.eye(2)
         for zf, yf in zip(z, y, strict=True):
             if not len(zf):
                 continue
-            p = 1.0 / (1.0 + np.exp(-np.clip(a * zf + b, -50, 50)))
+            t = ab[0] * zf + ab[1]
+            value += float((np.logaddexp(0.0, t) - yf * t).mean())
+            p = 1.0 / (1.0 + np.exp(-np.clip(t, -50, 50)))
             x = np.stack([zf, np.ones_like(zf)], axis=1)
-            grad += x.T @ (p - yf) / len(zf)
-            hess += (x * (p * (1 - p))[:, None]).T @ x / len(zf)
-        step = np.linalg.solve(hess, grad)
-        a, b = a - step[0], b - step[1]
-        if np.abs(step).max() < 1e-10:
-            break
+            grad = grad + x.T @ (p - yf) / len(zf)
+            hess = hess + (x * (p * (1 - p))[:, None]).T @ x / len(zf)
+        return value, grad, hess
+
+    a, b = _newton(loss, 2)
     return float(a), float(b)
 
 
@@ -663,12 +689,12 @@ def cross_validate(families: dict[str, Family], folds: int, repeats: int) -> Out
 # --- bootstrap ------------------------------------------------------------------------------
 
 
-def resamples(family: Family, count: int) -> list[np.ndarray]:
-    """``count`` resamples of the family's groups (seeded), as item index arrays; a resample
-    with one label only is left out."""
+def resamples(family: Family, count: int, index: np.ndarray | None = None) -> list[np.ndarray]:
+    """``count`` resamples of the family's groups (seeded), as item index arrays, over the
+    items of ``index`` (default all); a resample with one label only is left out."""
     members: dict[str, list[int]] = {}
-    for i, group in enumerate(family.groups):
-        members.setdefault(group, []).append(i)
+    for i in range(len(family.groups)) if index is None else index:
+        members.setdefault(family.groups[i], []).append(int(i))
     blocks = [np.array(b) for b in members.values()]
     rng = np.random.default_rng(BOOTSTRAP_SEED)
     found = []
@@ -761,6 +787,32 @@ def print_weights(name: str, weights: dict[str, ScoreWeights]) -> None:
         print(
             f"  {variant}: ScoreWeights(" + ", ".join(f"{k}={v}" for k, v in values.items()) + ")"
         )
+
+
+def diagnose_skips(families: dict[str, Family], count: int) -> None:
+    """A diagnostic, not part of the procedure (it decides nothing): the answers
+    ``grounding_score`` skips count 0 in the AUCs above; here are their labels, and the AUCs
+    on the answers it scores, skips left out of both columns."""
+    print("\ndiagnostic (decides nothing): the answers grounding_score skips (refusals, no claim)")
+    for n, f in families.items():
+        fixed = f.fixed_columns()
+        skipped = np.array([v is None for v in f.metric["aligned"].grounding])
+        kept = np.flatnonzero(~skipped)
+        line = (
+            f"  {n:<22} skipped {int(skipped.sum())} ({int(f.y[skipped].sum())} supported, "
+            f"{int((f.y[skipped] == 0).sum())} unsupported)"
+        )
+        if skipped.any():
+            picks = resamples(f, count, kept)
+            ours = fixed["grounding_score aligned (shipped)"]
+            values = {c: fast_auc(v[kept], f.y[kept]) for c, v in (("gs", ours), ("rec", f.recall))}
+            diff = _aucs([ours], f.y, picks) - _aucs([f.recall], f.y, picks)
+            line += (
+                f"; on the scored answers: grounding_score aligned {values['gs']:.3f}, "
+                f"token recall {values['rec']:.3f}, difference "
+                f"{figure(values['gs'] - values['rec'], diff).signed()}"
+            )
+        print(line)
 
 
 def main() -> int:
@@ -893,6 +945,7 @@ def main() -> int:
         met &= fig.high > 0
         print(f"  {n:<22} {fig.signed()}  {verdict}")
     print("acceptance: " + ("met" if met else "NOT met"))
+    diagnose_skips(families, args.resamples)
     if args.print_weights or chosen != "shipped":
         print_weights(chosen, fitted[chosen])
     print(f"({time.perf_counter() - started:.0f} s)")
