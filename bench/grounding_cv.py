@@ -138,7 +138,7 @@ halves of Q-squared, BEGIN and RAGBench, so their AUC on those families is partl
 choosing among the forms by the same cross-validation that reports the chosen one makes its
 CV AUC slightly optimistic.
 
-    python bench/grounding_cv.py                    # the whole procedure, about 10 minutes
+    python bench/grounding_cv.py                    # the whole procedure, about 15 minutes
     python bench/grounding_cv.py --repeats 1 --resamples 200   # a quick look
     python bench/grounding_cv.py --print-weights    # also print the chosen fit as constants
 

@@ -23,6 +23,11 @@ checked for their binding:
   placed just before one of the claim's terms, when the claim says neither it nor a word to the
   same effect ("almost" for "nearly", "will" for "planned", a hedge such as "can" for "may").
 
+A number's **binding** (``Relation.number_binding``) is how close it sits to the rest of its
+claim: for each number the context has, the best share of the claim's other terms in one window
+holding it, the lowest over the claim's numbers. It is a signal of ``grounding_score`` with weight
+0 (issue 32's cross-validation did not choose it: ``bench/grounding_cv.py``).
+
 Everything is deterministic: the best window is the one holding the most claim terms (key terms
 count twice), the earliest on a tie."""
 
