@@ -367,6 +367,8 @@ def test_personal_opener_and_word_recall() -> None:
         word_recall=3 / 7,  # yes i love that vacation accrues monthly: 3 of 7 words found
         opener=True,  # opens with "Yes"
         words=7,  # short: ``long`` 0
+        # terms yes, love, vacation, accrue, monthly: 3 of 5 in "Vacation accrues monthly."
+        sentence_coverage=3 / 5,
     )
     assert result.score == pytest.approx(expected_score(1.0, 1.0, 0, 0, True, 3 / 7, True))
     plain = assess("Vacation accrues monthly.", [CONTEXT]).score

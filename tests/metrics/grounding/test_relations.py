@@ -204,6 +204,40 @@ def test_question_claims_never_fail(question: str, answer: str) -> None:
         assert 0.0 <= result.score <= 1.0
 
 
+OPENINGS = "The museum opened in 1998. The prize was first awarded in 2019 in Paris."
+
+
+@pytest.mark.parametrize(
+    ("answer", "negation", "absent_names", "number_binding", "sentence_coverage"),
+    [
+        # 2019 is in the context, but only in a sentence with neither "museum" nor "opened"
+        ("The museum opened in 2019.", 0.0, 0, 0.0, 2 / 3),
+        ("The museum opened in 1998.", 0.0, 0, 1.0, 1.0),
+        # Pierre and Dupont are nowhere in the context; 2019's sentence holds "prize" and
+        # "awarded" of the claim's four other terms
+        ("The prize was awarded to Pierre Dupont in 2019.", 0.0, 2, 0.5, 3 / 5),
+        # the negation differs from the best sentence's; "open" is not "opened" (the tokenizer
+        # stems plurals only), so 1998's sentence holds one of the two other terms
+        ("The museum did not open in 1998.", 1.0, 0, 0.5, 2 / 3),
+        ("The prize was first awarded in Paris in 2019.", 0.0, 0, 1.0, 1.0),
+        ("The museum is popular.", 0.0, 0, 1.0, 1 / 2),  # no number: binding 1
+    ],
+)
+def test_signals_token_recall_cannot_see(
+    answer: str,
+    negation: float,
+    absent_names: int,
+    number_binding: float,
+    sentence_coverage: float,
+) -> None:
+    signals = assess(answer, [OPENINGS]).signals
+    assert signals is not None
+    assert signals.negation == negation
+    assert signals.absent_names == absent_names
+    assert signals.number_binding == pytest.approx(number_binding)
+    assert signals.sentence_coverage == pytest.approx(sentence_coverage)
+
+
 def test_relation_check_is_order_independent_on_ties() -> None:
     # both sentences hold one of the two names: the earliest is the best window, every time
     context = build_context(["Alice lives in Oslo. Bob lives in Rome."])

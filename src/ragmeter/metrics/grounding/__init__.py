@@ -42,7 +42,10 @@ context under MiniLM (``token_alignment``: BERTScore-style precision and its wea
 uses ``ALIGNED_SCORE_WEIGHTS``; without it (or with ``grounding_model="lexical"``) it uses
 ``DEFAULT_SCORE_WEIGHTS``. A long answer (over 20 words, fully at 30) also weighs its own
 terms: coverage, all-word recall, relation violations and the share of its sentences saying the
-context lacks something (``abstains``); a short answer scores as the dialogue fit alone. The
+context lacks something (``abstains``); a short answer scores as the dialogue fit alone. Four
+more signals (``negation``, ``absent_names``, ``number_binding``, ``sentence_coverage``) are
+computed and reported with weight 0: a grouped cross-validation over five labelled families did
+not choose them (``bench/grounding_cv.py``, docs/grounding.md). The
 weights were fitted on seeded tuning halves of three human-labelled sets (Q-squared, BEGIN and
 RAGBench's covidqa and emanual) and are reported on the other halves
 (``bench/grounding_auc.py``, ``bench/grounding_fit.py``, docs/grounding.md).

@@ -291,10 +291,18 @@ class ClaimSignals:
     # "march 30 , 2002" with neither 30 nor 2002 in the context counts 2 (``missing_weight``)
     missing_weight: int = 0
     relation: Relation | None = None  # the relation-level check (``relations``)
+    # the claim's names (capitalised key terms, ``relations.key_terms``) that the context does
+    # not have at all, lower-cased
+    absent_names: frozenset[str] = frozenset()
 
     @property
     def relation_violations(self) -> int:
         return 0 if self.relation is None else self.relation.violations
+
+    @property
+    def number_binding(self) -> float | None:
+        """``Relation.number_binding``: how close the claim's numbers sit to its other terms."""
+        return None if self.relation is None else self.relation.number_binding
 
 
 def claim_signals(
@@ -345,10 +353,18 @@ def claim_signals(
     bigram = sum(p in context.bigrams for p in pairs) / len(pairs) if pairs else float(bool(found))
     negation = best is not None and has_negation(claim) != context.sentence_negated[best]
     bound = None
+    absent: frozenset[str] = frozenset()
     if context.windows is not None:
         keys = key_terms(claim, numbers, context.names)
         bound = relation(
             claim, unique, keys, context.windows, context.index, context.sentences, focus, asked
+        )
+        absent = frozenset(
+            k.text.lower()
+            for k in keys
+            if not k.qualifier
+            and not k.readings[0].startswith("#")
+            and not any(r in context.index for r in k.readings)
         )
     return ClaimSignals(
         n_terms=len(unique),
@@ -361,6 +377,7 @@ def claim_signals(
         missing_weight=weight,
         negation_mismatch=negation,
         relation=bound,
+        absent_names=absent,
         **fact_fields,
     )
 

@@ -120,6 +120,15 @@ class AnswerSignals:
     abstains: float = 0.0  # share of its sentences saying the context lacks something
     # share of the claims' terms in anchored claims (``ANCHORED_FROM``; 1.0 without claims)
     anchored: float = 1.0
+    # signals token recall cannot see (weight 0 unless a fit gives them one): the share of the
+    # claims whose negation differs from their best context sentence's; the distinct names of
+    # the claims absent from the context; the lowest ``number_binding`` of the claims (1.0
+    # without a number the context has); the term-weighted mean of the claims' best share of
+    # their terms in one context sentence (1.0 without claims)
+    negation: float = 0.0
+    absent_names: int = 0
+    number_binding: float = 1.0
+    sentence_coverage: float = 1.0
 
     @property
     def aligned(self) -> bool:
@@ -154,6 +163,10 @@ class AnswerSignals:
             "long_word_recall": long * self.word_recall,
             "long_relation_violations": long * self.relation_violations,
             "long_anchored": long * self.anchored,
+            "negation": self.negation,
+            "absent_names": math.log1p(self.absent_names),
+            "number_binding": self.number_binding,
+            "sentence_coverage": self.sentence_coverage,
         }
 
 
@@ -174,6 +187,8 @@ def answer_signals(
     anchored = sum(
         w for w, c in zip(weights, claims, strict=True) if c.sentence_coverage >= ANCHORED_FROM
     )
+    bindings = [c.number_binding for c in claims if c.number_binding is not None]
+    together = sum(w * c.sentence_coverage for w, c in zip(weights, claims, strict=True))
     folded = fold(answer)
     answer_words = textmatch.words(answer)
     recall = (
@@ -195,6 +210,10 @@ def answer_signals(
         words=len(answer_words),
         abstains=abstention_share(answer),
         anchored=anchored / sum(weights) if claims else 1.0,
+        negation=sum(c.negation_mismatch for c in claims) / len(claims) if claims else 0.0,
+        absent_names=len(frozenset().union(*(c.absent_names for c in claims))),
+        number_binding=min(bindings, default=1.0),
+        sentence_coverage=together / sum(weights) if claims else 1.0,
     )
 
 
@@ -222,6 +241,10 @@ class ScoreWeights:
     long_word_recall: float = 0.0
     long_relation_violations: float = 0.0
     long_anchored: float = 0.0
+    negation: float = 0.0
+    absent_names: float = 0.0
+    number_binding: float = 0.0
+    sentence_coverage: float = 0.0
 
     def score(self, signals: AnswerSignals) -> float:
         z = self.intercept + sum(

@@ -23,6 +23,11 @@ checked for their binding:
   placed just before one of the claim's terms, when the claim says neither it nor a word to the
   same effect ("almost" for "nearly", "will" for "planned", a hedge such as "can" for "may").
 
+A number's **binding** (``Relation.number_binding``) is how close it sits to the rest of its
+claim: for each number the context has, the best share of the claim's other terms in one window
+holding it, the lowest over the claim's numbers. It is a signal of ``grounding_score`` with weight
+0 (issue 32's cross-validation did not choose it: ``bench/grounding_cv.py``).
+
 Everything is deterministic: the best window is the one holding the most claim terms (key terms
 count twice), the earliest on a tie."""
 
@@ -196,6 +201,10 @@ class Relation:
     unbound: list[str] = field(default_factory=list)  # key terms bound to something else
     absent: list[str] = field(default_factory=list)  # names and numbers not in the context
     lost_qualifiers: list[str] = field(default_factory=list)
+    # a number's proximity to its subject: for each of the claim's numbers the context has, the
+    # best share of the claim's other terms in one window holding it; the lowest of these
+    # (None: no such number, or no other term)
+    number_binding: float | None = None
 
     @property
     def violations(self) -> int:
@@ -348,6 +357,7 @@ def relation(
         if found and not _focus_bound(hits, candidates):
             result.unbound.append(focus.text)
     plain = [f"{_KEY}{n}" for n, k in enumerate(keys) if not k.qualifier]
+    others = frozenset(t for t in claim_terms if not t.startswith("#"))  # words, not numbers
     for number, key in enumerate(keys):
         label = f"{_KEY}{number}"
         if key.qualifier:
@@ -358,6 +368,10 @@ def relation(
         if not holding:
             result.absent.append(key.text)  # the coverage and number checks count it
             continue
+        if key.readings[0].startswith("#") and others:
+            share = max(len(others & hits.window(p)) for p in holding) / len(others)
+            if result.number_binding is None or share < result.number_binding:
+                result.number_binding = share
         anchors = {a for a in plain if a != label}
         if anchors and not any(anchors & hits.window(p) for p in holding):
             result.unbound.append(key.text)
