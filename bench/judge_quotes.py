@@ -119,12 +119,14 @@ async def main() -> None:
     try:
         for family in FAMILIES:
             rows = sample(family, args.per_family, args.seed)
-            results[family] = [await verify(session, row) for row in rows]
+            results[family] = []
+            for row in rows:  # one line a verdict, so a stopped run still shows its figures
+                results[family].append(await verify(session, row))
+                print(json.dumps({"family": family, **results[family][-1]}), flush=True)
+            report(family, results[family])
     finally:
         await judge.aclose()
     elapsed = time.perf_counter() - started
-    for family, rows in results.items():
-        report(family, rows)
     every = [row for rows in results.values() for row in rows]
     report("all", every)
     budget = session.budget
