@@ -128,6 +128,10 @@ class JudgeSession:
         self.lost_in_a_row = 0
         self._last_loss: str | None = None
 
+    def template_for(self, prompt_name: str) -> str:
+        """The template asked for ``prompt_name``: itself, or the version the session swaps in."""
+        return self.prompts.get(prompt_name, prompt_name)
+
     async def ask(
         self,
         prompt_name: str,
@@ -143,7 +147,7 @@ class JudgeSession:
         ``check``. ``items=(field, n)`` tells the judge's schema that list ``field`` holds
         exactly ``n`` items (a grammar-constrained server then cannot return fewer). A template
         the session swaps (``prompts``) is replaced by its other version."""
-        prompt = load_prompt(self.prompts.get(prompt_name, prompt_name))
+        prompt = load_prompt(self.template_for(prompt_name))
         messages, evidence = await self._fit(prompt, values, max_tokens)
         schema = output.model_json_schema()
         if items is not None:

@@ -12,6 +12,7 @@ import numpy as np
 from ragmeter.judges import schemas as s
 from ragmeter.judges.quotes import QUOTE_NOT_FOUND, quote_found
 from ragmeter.judges.session import JudgeSession, Verdict
+from ragmeter.judges.templates import load_prompt
 
 Values = dict[str, tuple[float, dict[str, Any]]]
 
@@ -82,8 +83,9 @@ async def faithfulness(session: JudgeSession, item: Item) -> Values:
 
 
 def asks_for_quotes(template: str) -> bool:
-    """Whether the template asked (a spot check may ask an older version) wants quotes."""
-    return template not in ("faithfulness_verify.v1", "groundedness.v1", "groundedness.v2")
+    """Whether the template asked (a spot check may ask an older version) wants quotes: its
+    reply format names a ``"quote"``."""
+    return '"quote"' in load_prompt(template).user
 
 
 def claim_row(
@@ -220,8 +222,7 @@ async def groundedness(session: JudgeSession, item: Item) -> Values:
     is held to what the rubric gives then: at most 3 (some claims unsupported), at most 2 when
     no supported claim is left (major claims unsupported)."""
     cited = "none reported" if item.citations is None else ", ".join(item.citations) or "none"
-    template = session.prompts.get("groundedness.v3", "groundedness.v3")
-    checked = asks_for_quotes(template)
+    checked = asks_for_quotes(session.template_for("groundedness.v3"))
     output: type[s.QuotedGroundedness | s.Groundedness] = (
         s.QuotedGroundedness if checked else s.Groundedness
     )

@@ -120,14 +120,19 @@ class MetricFamily:
         return dataclasses.replace(settings, **changes, options=types.MappingProxyType(options))
 
 
-def metric_family(name: str, registry: Registry | None = None) -> MetricFamily:
-    """The family registered as ``name`` (a plugin's plain function: no parameters) in
-    ``registry`` (ragmeter's own when None)."""
+def or_own(registry: Registry | None) -> Registry:
+    """``registry``, or ragmeter's own when None."""
     if registry is None:
         from ragmeter.registry import registry as ragmeters_own
 
-        registry = ragmeters_own
-    entry = registry.get("metrics", name)
+        return ragmeters_own
+    return registry
+
+
+def metric_family(name: str, registry: Registry | None = None) -> MetricFamily:
+    """The family registered as ``name`` (a plugin's plain function: no parameters) in
+    ``registry`` (ragmeter's own when None)."""
+    entry = or_own(registry).get("metrics", name)
     return entry if isinstance(entry, MetricFamily) else MetricFamily(entry)
 
 

@@ -72,9 +72,9 @@ def datasets_table() -> str:
 def metrics_table(registry: Registry | None = None, built_in: bool | None = True) -> str:
     """Every metric of the families (``built_in``: ragmeter's own, False: the plugins', None:
     all), with its group, kind, direction and inputs; with the origin when plugins are in."""
-    from ragmeter.metrics.family import declarations
+    from ragmeter.metrics.family import declarations, or_own
 
-    registry = _registry(registry)
+    registry = or_own(registry)
     origin = built_in is not True
     lines = [
         "| family | metric | group | kind | better | needs |" + (" origin |" if origin else ""),
@@ -97,9 +97,10 @@ def metrics_table(registry: Registry | None = None, built_in: bool | None = True
 def metric_params_table(registry: Registry | None = None, built_in: bool | None = True) -> str:
     """Every parameter of the families (``-P FAMILY.PARAM=VALUE``; ``built_in`` as for
     :func:`metrics_table`)."""
+    from ragmeter.metrics.family import or_own
     from ragmeter.reports.plugins import plugin_listing
 
-    registry = _registry(registry)
+    registry = or_own(registry)
     lines = [
         "| family | parameter | default | sets | what it is |",
         "|---|---|---|---|---|",
@@ -120,7 +121,9 @@ def metric_params_table(registry: Registry | None = None, built_in: bool | None 
 
 def entries_table(point: ExtensionPoint, registry: Registry | None = None) -> str:
     """Every entry of an extension point with its origin (built-in or the distribution)."""
-    registry = _registry(registry)
+    from ragmeter.metrics.family import or_own
+
+    registry = or_own(registry)
     lines = ["| name | origin |", "|---|---|"]
     for name in registry.names(point):
         lines.append(f"| `{_cell(name)}` | {_cell(registry.origin(point, name))} |")
@@ -145,14 +148,6 @@ def registry_markdown(registry: Registry | None = None) -> str:
     for point, title in titles.items():
         parts.append(f"## {title}\n\n" + entries_table(point, registry))
     return "\n".join(parts)
-
-
-def _registry(registry: Registry | None) -> Registry:
-    if registry is None:
-        from ragmeter.registry import registry as ragmeters_own
-
-        return ragmeters_own
-    return registry
 
 
 TABLES: dict[str, Callable[[], str]] = {
